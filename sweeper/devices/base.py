@@ -18,6 +18,7 @@ from importlib import metadata
 from typing import Any
 
 from sweeper.errors import UsageError
+from sweeper.records import Reason
 
 
 @dataclass
@@ -27,6 +28,10 @@ class Recording:
     ops: Counter = field(default_factory=Counter)
     fallback_ops: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    # Blockers seen but not raised (collect-all mode): the device ran on regardless.
+    blockers: list[Reason] = field(default_factory=list)
+    # Compiler findings that did not stop compilation (lowering failures, refusals).
+    compile_problems: list[str] = field(default_factory=list)
 
 
 class Device:
@@ -43,6 +48,8 @@ class Device:
     needs: str = ""
 
     def __init__(self, spec: str, **options: Any) -> None:
+        # Options every device receives (devices ignore those they do not use):
+        # profile (path or None), collect_all (bool).
         self.spec = spec
         self.options = options
 
