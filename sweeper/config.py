@@ -91,7 +91,7 @@ def validate(cfg: SweepConfig) -> SweepConfig:
         raise UsageError(f"unknown executor {cfg.executor!r}; choose one of {', '.join(EXECUTORS)}")
     if cfg.dtype not in DTYPES:
         raise UsageError(f"unknown dtype {cfg.dtype!r}; choose one of {', '.join(DTYPES)}")
-    known = {s.value for s in Stage}
+    known = [s.value for s in Stage]
     bad = [s for s in cfg.stages if s not in known]
     if bad or not cfg.stages:
         raise UsageError(f"unknown stage {', '.join(bad) or '(none given)'}; choose from {', '.join(known)}")

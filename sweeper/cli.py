@@ -1,0 +1,245 @@
+"""The ``sweep`` command: the bare form runs a sweep; subcommands sit beside it.
+
+    sweep --top 100 --device trnsim           run (or resume) a sweep
+    sweep one MODEL --device trnsim           one model, verbose
+    sweep report OUT | diff OLD NEW | publish OUT --to DIR
+    sweep devices | catalog
+
+Bad input prints one line on stderr and exits 2; nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+try:  # typer >= 0.20 vendors click; older releases use the click package
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exceptions
+
+from sweeper.errors import UsageError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    help="Sweep Hugging Face models on a PyTorch device and report what runs and what blocks the rest.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+Top = Annotated[int | None, typer.Option("--top", help="Take the first N models in rank order.")]
+Device = Annotated[str, typer.Option("--device", "-d", help="Torch device string: cpu, cuda, trnsim, ... (see `sweep devices`).")]
+Weights = Annotated[str | None, typer.Option("--weights", help="tiny (offline default) | random | pretrained.")]
+Stages = Annotated[list[str] | None, typer.Option("--stages", help="Stages to run (comma-separated): load,to_device,forward,backward,compile.")]
+CompileBackend = Annotated[str | None, typer.Option("--compile-backend", help="torch.compile backend instead of the device's (aot_eager, inductor, ...).")]
+Profile = Annotated[str | None, typer.Option("--device-profile", help="Capability profile TOML for the device (trnsim).")]
+Dtype = Annotated[str | None, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
+CollectAll = Annotated[bool, typer.Option("--collect-all", help="Keep going after a blocker to find every blocker of a model.")]
+Retie = Annotated[bool, typer.Option("--retie-weights", help="Keep tied weights tied across .to(device).")]
+Catalog = Annotated[str | None, typer.Option("--catalog", help="A catalog file (CSV, JSONL, Parquet) to take models from.")]
+
+
+def _opts(**values: Any) -> dict[str, Any]:
+    """CLI values that were given (None and unset flags fall through to config files)."""
+    return {k: v for k, v in values.items() if v is not None and v is not False and v != []}
+
+
+@app.callback()
+def sweep(
+    ctx: typer.Context,
+    top: Top = None,
+    device: Device = "cpu",
+    source: Annotated[str | None, typer.Option("--source", help="auto (Hub, else snapshot, else zoo) | zoo | catalog | hub.")] = None,
+    catalog: Catalog = None,
+    weights: Weights = None,
+    stages: Stages = None,
+    executor: Annotated[str | None, typer.Option("--executor", help="ray | process | inline.")] = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (rerun the same command on it to resume).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per model before it is stopped.")] = None,
+    compile_backend: CompileBackend = None,
+    device_profile: Profile = None,
+    dtype: Dtype = None,
+    collect_all: CollectAll = False,
+    retie_weights: Retie = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Allow models' own Python code (off by default).")] = False,
+    task: Annotated[list[str] | None, typer.Option("--task", help="Only these pipeline tags.")] = None,
+    library: Annotated[list[str] | None, typer.Option("--library", help="Only these libraries.")] = None,
+    model_type: Annotated[list[str] | None, typer.Option("--model-type", help="Only these model types.")] = None,
+    include: Annotated[list[str] | None, typer.Option("--include", help="Only model ids matching these globs.")] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip model ids matching these globs.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Parallel worker processes (default: CPUs / --num-cpus).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster: auto or ray://HOST:PORT.")] = None,
+    num_cpus: Annotated[float | None, typer.Option("--num-cpus", help="CPUs per model.")] = None,
+    num_gpus: Annotated[float | None, typer.Option("--num-gpus", help="GPUs per model.")] = None,
+    retries: Annotated[int | None, typer.Option("--retries", help="Retries after infrastructure faults (never model faults).")] = None,
+    worker_max_models: Annotated[int | None, typer.Option("--worker-max-models", help="Recycle a worker after this many models.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
+    config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+) -> None:
+    """Run (or resume) a sweep: `sweep --top N --device D`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from sweeper.config import build_config
+    from sweeper.runner import run_sweep
+
+    cfg = build_config(
+        _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
+              executor=executor, out=out, timeout=timeout, compile_backend=compile_backend,
+              device_profile=device_profile, dtype=dtype, collect_all=collect_all, retie_weights=retie_weights,
+              trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
+              include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
+              num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed),
+        config_file=config,
+    )
+    if catalog and not source:
+        cfg = cfg.replace(source="catalog")
+    result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
+    where = f"; report: {result.report}" if result.report else ""
+    print(f"records: {result.out_dir / 'records.jsonl'} ({result.total} models){where}")
+
+
+@app.command()
+def one(
+    model: Annotated[str, typer.Argument(help="A model id (Hub id, zoo id, or model type such as `bert`).")],
+    device: Device = "cpu",
+    weights: Weights = None,
+    stages: Stages = None,
+    architecture: Annotated[str | None, typer.Option("--architecture", help="Head class to build, e.g. BertForMaskedLM.")] = None,
+    catalog: Catalog = None,
+    compile_backend: CompileBackend = None,
+    device_profile: Profile = None,
+    dtype: Dtype = None,
+    collect_all: CollectAll = False,
+    retie_weights: Retie = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
+) -> None:
+    """Check one model in this process and print everything about it."""
+    from sweeper.check import check_model
+    from sweeper.config import build_config
+    from sweeper.resolve import resolve_model
+
+    cfg = build_config(_opts(device=device, weights=weights, stages=stages, compile_backend=compile_backend,
+                             device_profile=device_profile, dtype=dtype, collect_all=collect_all,
+                             retie_weights=retie_weights, catalog=catalog, executor="inline"))
+    from sweeper.devices.base import get_device
+
+    ok, why = get_device(cfg.device).available()
+    if not ok:
+        raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
+    ref = resolve_model(model, cfg, architecture=architecture)
+    record = check_model(ref, cfg)
+    if as_json:
+        print(json.dumps(record.to_dict(), indent=2, default=str))
+    else:
+        from sweeper.report_one import describe_record
+
+        print(describe_record(record))
+    raise typer.Exit(0 if record.status.value in ("pass", "skip") else 1)
+
+
+@app.command()
+def devices() -> None:
+    """List the device strings sweeper knows, whether each is usable here, and what it needs."""
+    from sweeper.devices.base import get_device, known_devices
+
+    rows = []
+    for name, factory in known_devices().items():
+        try:
+            dev = get_device(name)
+            ok, why = dev.available()
+            desc, needs = dev.description, dev.needs
+        except Exception as exc:  # a plugin that cannot even be built is shown, not fatal
+            ok, why, desc, needs = False, f"{type(exc).__name__}: {exc}", getattr(factory, "__doc__", "") or "", ""
+        rows.append((name, "yes" if ok else "no", desc or "", needs or "", why))
+    print(f"{'device':<8} {'usable':<6} description")
+    for name, ok, desc, needs, why in rows:
+        print(f"{name:<8} {ok:<6} {desc}" + (f" — needs {needs}" if needs and needs != "nothing" else "") + (f" ({why})" if why else ""))
+
+
+@app.command()
+def catalog(
+    source: Annotated[str, typer.Option("--source", help="auto | zoo | catalog | hub.")] = "auto",
+    path: Catalog = None,
+    top: Top = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """List the models a source yields, in rank order."""
+    from sweeper.config import build_config
+    from sweeper.sources.base import get_source, select
+
+    cfg = build_config(_opts(source="catalog" if path and source == "auto" else source, catalog=path, top=top))
+    src = get_source(cfg)
+    print(f"# source: {json.dumps(src.describe(), default=str)}", file=sys.stderr)
+    for ref in select(src.refs(), cfg):
+        if as_json:
+            print(json.dumps({k: v for k, v in ref.to_dict().items() if k != "config"}, default=str))
+        else:
+            dl = f"{ref.downloads:>12,}" if ref.downloads is not None else " " * 12
+            print(f"{ref.rank:>6} {dl} {ref.model_id:<50} {ref.pipeline_tag or '':<22} {ref.architecture or ref.model_type or ''}")
+
+
+@app.command()
+def report(out: Annotated[Path, typer.Argument(help="A sweep's output folder.")]) -> None:
+    """(Re)write OUT/report.md, summary.json, records.parquet and charts from the records."""
+    from sweeper.report.commands import write_report
+
+    print(write_report(out))
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The earlier sweep's folder.")],
+    new: Annotated[Path, typer.Argument(help="The later sweep's folder.")],
+    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when anything regressed.")] = False,
+) -> None:
+    """Fixed / regressed / new / gone models per stage between two sweeps."""
+    from sweeper.report.commands import diff_command
+
+    text, code = diff_command(old, new, fail_on_regression=fail_on_regression)
+    print(text)
+    raise typer.Exit(code)
+
+
+@app.command()
+def publish(
+    out: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
+    to: Annotated[str, typer.Option("--to", help="A folder, or hf://datasets/ORG/NAME.")],
+) -> None:
+    """Publish a sweep: a self-contained folder, or a Hugging Face dataset."""
+    from sweeper.report.commands import publish as do_publish
+
+    print(do_publish(out, to))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one-line errors and exit 2 for bad input, never a traceback."""
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except UsageError as exc:
+        _die(str(exc))
+    except click_exceptions.UsageError as exc:
+        _die(exc.format_message().replace("\n", " "))
+    except click_exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click_exceptions.Abort:
+        _die("aborted", code=130)
+    except KeyboardInterrupt:
+        _die("interrupted; rerun the same command to resume", code=130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _die(message: str, code: int = 2) -> None:
+    print(f"sweep: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Errors trnsim raises when the simulated chip refuses something.
+
+Each carries ``reason_kind`` and ``op`` so the sweep's ``classify`` turns it into a record
+reason without reading its message. They derive from ``SweeperError`` (for the sweep) and
+from ``RuntimeError`` (so plain PyTorch code sees the kind of error a backend raises).
+"""
+
+from __future__ import annotations
+
+from sweeper.errors import SweeperError, UsageError
+from sweeper.records import ReasonKind
+
+
+class TrnsimError(SweeperError, RuntimeError):
+    """Base of everything the simulated device refuses."""
+
+    reason_kind = ReasonKind.UNSUPPORTED_FEATURE
+
+
+class UnsupportedOpError(TrnsimError):
+    """An aten op the profile refuses (``op`` is its name, e.g. ``aten::upsample_bicubic2d``)."""
+
+    reason_kind = ReasonKind.UNSUPPORTED_OP
+
+
+class UnsupportedDtypeError(TrnsimError):
+    """A tensor of a dtype the chip has no format for (float64, complex)."""
+
+    reason_kind = ReasonKind.UNSUPPORTED_DTYPE
+
+    def __init__(self, message: str, *, op: str | None = None, dtype: str | None = None) -> None:
+        super().__init__(message, op=op)
+        self.dtype = dtype
+
+
+class UnsupportedFeatureError(TrnsimError):
+    """A feature the profile turns off: sparse, nested, forward AD, dynamic shapes."""
+
+    reason_kind = ReasonKind.UNSUPPORTED_FEATURE
+
+    def __init__(self, message: str, *, op: str | None = None, feature: str | None = None) -> None:
+        super().__init__(message, op=op)
+        self.feature = feature
+
+
+class DynamicShapeError(UnsupportedFeatureError):
+    """Symbolic shapes or a data-dependent output shape in a compiled graph."""
+
+    reason_kind = ReasonKind.DYNAMIC_SHAPE
+
+
+class LoweringError(TrnsimError):
+    """The compiler could not legalize an op of a captured graph (``op`` names it)."""
+
+    reason_kind = ReasonKind.COMPILE_ERROR
+
+
+class ProfileError(UsageError, ValueError):
+    """A capability profile that cannot be loaded (bad TOML, unknown op, bad policy).
+
+    A ``UsageError``: the CLI prints it on one line, before any model runs.
+    """

@@ -1,0 +1,124 @@
+"""The capability profile: which dtypes, ops and features the simulated chip supports.
+
+A profile is data (``configs/devices/trnsim.toml``). ``load_profile`` validates it against
+the installed torch (every op must exist) and hashes its content, so records can say
+exactly which profile produced them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from sweeper.devices.trnsim.errors import ProfileError
+
+Policy = Literal["native", "fallback", "error"]
+Mode = Literal["eager", "compile"]
+POLICIES: tuple[str, ...] = ("native", "fallback", "error")
+FEATURES: tuple[str, ...] = ("dynamic_shapes", "sparse", "nested", "forward_ad")
+# Found relative to the package, like sweeper.config.REPO_CONFIGS.
+DEFAULT_PROFILE = Path(__file__).resolve().parents[3] / "configs" / "devices" / "trnsim.toml"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A loaded, validated profile. Op keys are ``aten::name`` or ``aten::name.overload``."""
+
+    name: str
+    hash: str
+    path: str
+    dtypes: frozenset[torch.dtype]
+    features: dict[str, bool]
+    default: dict[str, Policy]
+    eager: dict[str, Policy] = field(default_factory=dict)
+    compile: dict[str, Policy] = field(default_factory=dict)
+    families: dict[str, str] = field(default_factory=dict)
+
+    def policy(self, op: str, mode: Mode = "eager") -> Policy:
+        """Policy for ``op`` (overload first, then its packet, then the mode's default)."""
+        table = self.eager if mode == "eager" else self.compile
+        hit = table.get(op)
+        if hit is None and "." in op:
+            hit = table.get(op.split(".", 1)[0])
+        return hit if hit is not None else self.default[mode]
+
+    def allows(self, feature: str) -> bool:
+        """Whether a feature flag (``sparse``, ``forward_ad``, ...) is on."""
+        return self.features.get(feature, False)
+
+    def listed_ops(self) -> set[str]:
+        """Every op key that has a non-default policy in eager or compile."""
+        return set(self.eager) | set(self.compile)
+
+    def info(self) -> dict[str, str]:
+        """What records carry about the profile."""
+        return {"name": self.name, "hash": self.hash}
+
+
+def load_profile(path: str | Path | None = None) -> Profile:
+    """Read and validate a profile TOML; ``None`` means the default profile."""
+    file = Path(path) if path else DEFAULT_PROFILE
+    try:
+        raw = file.read_bytes()
+        data = tomllib.loads(raw.decode())
+    except FileNotFoundError:
+        raise ProfileError(f"device profile not found: {file}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"device profile {file} is not valid TOML: {exc}") from None
+    return parse_profile(data, path=str(file), digest=hashlib.sha256(raw).hexdigest()[:16])
+
+
+def parse_profile(data: dict[str, Any], *, path: str = "<memory>", digest: str = "") -> Profile:
+    """Build a ``Profile`` from parsed TOML, raising ``ProfileError`` naming what is wrong."""
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProfileError(f"device profile {path}: needs a `name`")
+    dtypes = frozenset(_dtype(d, path) for d in data.get("dtypes", {}).get("supported", ["float32"]))
+    features = {f: bool(data.get("features", {}).get(f, False)) for f in FEATURES}
+    unknown_features = set(data.get("features", {})) - set(FEATURES)
+    if unknown_features:
+        raise ProfileError(f"device profile {path}: unknown feature(s) {', '.join(sorted(unknown_features))}")
+    defaults = data.get("defaults", {})
+    default = {m: _policy(defaults.get(m, "native"), path, f"defaults.{m}") for m in ("eager", "compile")}
+    eager: dict[str, Policy] = {}
+    comp: dict[str, Policy] = {}
+    families: dict[str, str] = {}
+    for group in data.get("ops", []):
+        family = str(group.get("family", "ops"))
+        for raw_name in group.get("names", []):
+            key = op_key(raw_name, path)
+            eager[key] = _policy(group.get("eager", default["eager"]), path, key)
+            comp[key] = _policy(group.get("compile", default["compile"]), path, key)
+            families[key] = family
+    return Profile(name, digest or hashlib.sha256(repr(data).encode()).hexdigest()[:16], path,
+                   dtypes, features, default, eager, comp, families)
+
+
+def op_key(raw: str, path: str = "<memory>") -> str:
+    """Normalise an op name to ``aten::name[.overload]``, checking torch knows it."""
+    name = raw.split("::", 1)[1] if "::" in raw else raw
+    packet_name, _, overload = name.partition(".")
+    packet = getattr(torch.ops.aten, packet_name, None) if packet_name else None
+    if packet is None or not hasattr(packet, "overloads"):
+        raise ProfileError(f"device profile {path}: torch {torch.__version__} has no op {raw!r}")
+    if overload and overload not in packet.overloads():
+        raise ProfileError(f"device profile {path}: op {raw!r} has no overload {overload!r}")
+    return f"aten::{name}"
+
+
+def _policy(value: Any, path: str, where: str) -> Policy:
+    if value not in POLICIES:
+        raise ProfileError(f"device profile {path}: {where}: policy {value!r} is not one of {', '.join(POLICIES)}")
+    return value
+
+
+def _dtype(value: str, path: str) -> torch.dtype:
+    dt = getattr(torch, str(value), None)
+    if not isinstance(dt, torch.dtype):
+        raise ProfileError(f"device profile {path}: unknown dtype {value!r}")
+    return dt

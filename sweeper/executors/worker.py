@@ -1,0 +1,210 @@
+"""The worker process that runs models one at a time (used by the process and Ray executors).
+
+A worker sets its device up once (trnsim can register only once per process), then loops:
+receive a ref, run ``check``, send the record back, reset what one model may leave behind
+(dynamo caches, default dtype, grad mode, deterministic flags, thread count, device caches)
+and compare a snapshot of patchable torch/transformers attributes with the one taken at
+start. A model that monkey-patched torch or transformers makes the worker ask to be
+recycled, so the next model starts in a fresh process.
+
+Messages over the pipe: parent -> ``("run", ref)`` | ``("stop",)``;
+worker -> ``("ready", pid)`` once, then ``("done", record, leaks)`` per model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import gc
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from sweeper.executors import progress
+from sweeper.executors.base import CheckFn, failure_record
+from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+# Attributes model code is known to patch (remote code, compat shims). Compared by
+# identity between models; only modules already imported are looked at.
+WATCHED: dict[str, tuple[str, ...]] = {
+    "torch": ("load", "matmul", "cat", "empty", "zeros", "ones", "tensor", "compile"),
+    "torch.nn": ("Module", "Linear", "Embedding", "LayerNorm"),
+    "torch.nn.Module": ("__call__", "_call_impl", "to", "forward", "__getattr__", "__setattr__", "register_buffer"),
+    "torch.Tensor": ("__torch_function__", "to", "__getitem__", "view", "masked_fill"),
+    "torch.nn.functional": ("linear", "softmax", "gelu", "layer_norm", "scaled_dot_product_attention", "embedding"),
+    "transformers": ("AutoModel", "PreTrainedModel", "AutoConfig"),
+    "transformers.modeling_utils.PreTrainedModel": ("from_pretrained", "_init_weights", "post_init", "__init__"),
+    "builtins": ("open", "print", "__import__"),
+}
+
+
+def _resolve(path: str) -> Any:
+    """The object at a dotted path whose module is already imported, else None."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        mod = sys.modules.get(".".join(parts[:cut]))
+        if mod is not None:
+            obj: Any = mod
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+            return obj
+    return None
+
+
+def snapshot() -> dict[str, int]:
+    """Identity of every watched attribute that exists now (``path.attr`` -> ``id``)."""
+    seen: dict[str, int] = {}
+    for owner, attrs in WATCHED.items():
+        obj = _resolve(owner)
+        if obj is None:
+            continue
+        for attr in attrs:
+            value = obj.__dict__.get(attr) if isinstance(obj, type) else getattr(obj, attr, None)
+            if value is not None:
+                seen[f"{owner}.{attr}"] = id(value)
+    privateuse = _privateuse1_name()
+    if privateuse:
+        seen[f"privateuse1={privateuse}"] = 0
+    return seen
+
+
+def _privateuse1_name() -> str | None:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    with contextlib.suppress(Exception):
+        return str(torch._C._get_privateuse1_backend_name())
+    return None
+
+
+def leaks(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """Watched attributes that changed or vanished (new ones appear when a module loads)."""
+    return sorted(k for k, v in before.items() if after.get(k) != v)
+
+
+class TorchDefaults:
+    """The global torch settings a model may change, captured once and restored after each."""
+
+    def __init__(self, num_threads: int) -> None:
+        self.num_threads = num_threads
+        self.captured = False
+
+    def capture(self) -> None:
+        torch = sys.modules.get("torch")
+        if torch is None or self.captured:
+            return
+        self.captured = True
+        self.dtype = torch.get_default_dtype()
+        self.deterministic = torch.are_deterministic_algorithms_enabled()
+        self.cudnn = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
+        self.matmul_precision = torch.get_float32_matmul_precision()
+
+    def restore(self) -> None:
+        """Undo per-model global state; cheap when torch was never imported."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        self.capture()  # torch first imported by the model that just ran: defaults are still intact
+        if "torch._dynamo" in sys.modules:
+            torch._dynamo.reset()
+        torch.set_default_dtype(self.dtype)
+        torch.set_grad_enabled(True)
+        torch.use_deterministic_algorithms(self.deterministic)
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = self.cudnn
+        torch.set_float32_matmul_precision(self.matmul_precision)
+        with contextlib.suppress(Exception):
+            torch.set_default_device(None)
+        if torch.get_num_threads() != self.num_threads:
+            torch.set_num_threads(self.num_threads)
+
+
+def _die_with_parent() -> None:
+    """End this worker when its parent goes (driver SIGKILLed, Ray actor lost)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def run_one(check: CheckFn, ref: ModelRef, cfg: Any) -> ModelRecord:
+    """``check(ref, cfg)``; an exception from check (it should never raise) becomes one record."""
+    progress.begin(ref.key)
+    try:
+        return check(ref, cfg)
+    except BaseException as exc:  # noqa: BLE001 - one model's failure must not end the worker
+        where = progress.current().describe()
+        tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        kind = ReasonKind.OOM if isinstance(exc, MemoryError) else ReasonKind.HARNESS
+        return failure_record(
+            ref, cfg, status=Status.ERROR, kind=kind, message=f"check raised {where}: {tb}",
+            stage=progress.current().stage, sweep_id=str(cfg.extra.get("sweep_id", "")),
+        )
+
+
+def worker_main(conn: Connection, cfg: Any, check_blob: bytes, progress_path: str, fault_path: str, num_threads: int) -> None:
+    """Entry point of a worker process (spawned by ``WorkerSlot``)."""
+    for var in THREAD_VARS:  # before torch is imported (unpickling check may import it)
+        os.environ[var] = str(num_threads)
+    _die_with_parent()
+    fault_file = open(fault_path, "w")  # noqa: SIM115 - must stay open for the process's life
+    faulthandler.enable(file=fault_file, all_threads=False)
+    progress.attach(progress_path)
+    check: CheckFn = pickle.loads(check_blob)
+    _setup_device(cfg)
+    defaults = TorchDefaults(num_threads)
+    defaults.capture()
+    before = snapshot()
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] != "run":
+            return
+        record = run_one(check, msg[1], cfg)
+        _between_models(defaults, cfg)
+        after = snapshot()
+        conn.send(("done", record, leaks(before, after)))
+        # Modules first imported by this model join the baseline.
+        before = {**after, **before}
+
+
+_DEVICE: Any = None
+
+
+def _setup_device(cfg: Any) -> None:
+    """Build and set up the sweep's device once for this process (errors surface per model)."""
+    global _DEVICE
+    try:
+        from sweeper.devices import get_device
+
+        _DEVICE = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
+        _DEVICE.setup()
+    except Exception:  # noqa: BLE001 - check_model reports a device that cannot start, per model
+        traceback.print_exc()
+
+
+def _between_models(defaults: TorchDefaults, cfg: Any) -> None:
+    defaults.restore()
+    if _DEVICE is not None:
+        with contextlib.suppress(Exception):
+            _DEVICE.reset_between_models()
+    gc.collect()

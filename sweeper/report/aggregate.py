@@ -1,0 +1,174 @@
+"""Pass rates, download-weighted coverage, breakdowns and reasons, from ``SweepData``.
+
+Device rates count only models the device was really tried on: passing and failing ones.
+Environment outcomes (gated, remote code, ...) and skips are counted apart.
+Every table is sorted on explicit keys so that the same records give the same report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from sweeper.records import DEVICE_KINDS, ENVIRONMENT_KINDS
+from sweeper.report.load import SweepData
+
+EXAMPLES = 3
+STAGE_STATUSES = ("pass", "fail", "blocked", "skip")
+_DEVICE = {k.value for k in DEVICE_KINDS}
+_ENV = {k.value for k in ENVIRONMENT_KINDS}
+
+
+def reason_group(kind: str | None) -> str:
+    """Who a reason points at: device, environment, or other (harness, model, crash)."""
+    if kind in _DEVICE:
+        return "device"
+    if kind in _ENV:
+        return "environment"
+    return "other"
+
+
+def weight(models: pd.DataFrame) -> pd.Series:
+    """Downloads per model, 0 where unknown."""
+    return models["downloads"].fillna(0).astype("int64")
+
+
+def ranked(models: pd.DataFrame) -> pd.DataFrame:
+    """Models ordered most-downloaded first (rank, then key, breaking ties): the order
+    examples are picked in."""
+    order = models.assign(_w=weight(models))
+    return order.sort_values(["_w", "rank", "key"], ascending=[False, True, True], na_position="last", kind="stable")
+
+
+def overview(data: SweepData) -> dict[str, Any]:
+    """Model counts by category and status, and the device pass rate."""
+    m = data.models
+    cats = m["category"].value_counts()
+    tested = int(cats.get("pass", 0) + cats.get("fail", 0))
+    passed = int(cats.get("pass", 0))
+    return {
+        "models": len(m),
+        "tested": tested,
+        "passed": passed,
+        "failed": int(cats.get("fail", 0)),
+        "environment": int(cats.get("environment", 0)),
+        "skipped": int(cats.get("skip", 0)),
+        "pass_rate": passed / tested if tested else None,
+        "status_counts": {k: int(v) for k, v in sorted(m["status"].value_counts().items())},
+    }
+
+
+def coverage(data: SweepData) -> dict[str, Any] | None:
+    """Share of downloads that run end to end; ``None`` when no model has downloads."""
+    if not data.has_downloads:
+        return None
+    m = data.models
+    w = weight(m)
+    total = int(w.sum())
+    passing = int(w[m["category"] == "pass"].sum())
+    tested = int(w[m["category"].isin(["pass", "fail"])].sum())
+    return {
+        "total_downloads": total,
+        "passing_downloads": passing,
+        "tested_downloads": tested,
+        "catalog_share": passing / total if total else None,
+        "tested_share": passing / tested if tested else None,
+        "models_without_downloads": int(m["downloads"].isna().sum()),
+    }
+
+
+def stage_summary(data: SweepData) -> pd.DataFrame:
+    """Per stage: counts of each stage status among tested models, and the pass share."""
+    tested = data.models[data.models["category"].isin(["pass", "fail"])]
+    rows = []
+    for stage in data.stages:
+        col = tested[data.stage_column(stage)]
+        counts = {s: int((col == s).sum()) for s in STAGE_STATUSES}
+        counts["not recorded"] = int(col.isna().sum())
+        rows.append({"stage": stage, **counts, "pass_share": counts["pass"] / len(tested) if len(tested) else None})
+    return pd.DataFrame(rows, columns=["stage", *STAGE_STATUSES, "not recorded", "pass_share"])
+
+
+def breakdown(data: SweepData, column: str) -> pd.DataFrame:
+    """Outcomes grouped by a model column (``model_type``, ``pipeline_tag``), most
+    downloaded groups first."""
+    m = data.models.assign(
+        _group=data.models[column].fillna("(none)").astype(str),
+        _w=weight(data.models),
+        _pass=data.models["category"] == "pass",
+        _tested=data.models["category"].isin(["pass", "fail"]),
+    )
+    m["_pass_w"] = m["_w"].where(m["_pass"], 0)
+    g = m.groupby("_group", sort=True).agg(
+        models=("key", "size"),
+        tested=("_tested", "sum"),
+        passed=("_pass", "sum"),
+        downloads=("_w", "sum"),
+        passing_downloads=("_pass_w", "sum"),
+    )
+    g["not_tested"] = g["models"] - g["tested"]
+    g["pass_rate"] = (g["passed"] / g["tested"]).where(g["tested"] > 0)
+    g["download_share"] = (g["passing_downloads"] / g["downloads"]).where(g["downloads"] > 0)
+    g = g.reset_index().rename(columns={"_group": column})
+    return g.sort_values(["downloads", "models", column], ascending=[False, False, True], kind="stable")
+
+
+def grouped(models: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Count, downloads and example model ids per group of ``by`` (missing values kept)."""
+    if models.empty:
+        return pd.DataFrame(columns=[*by, "models", "downloads", "examples"])
+    r = ranked(models)
+    g = r.groupby(by, dropna=False, sort=False)
+    out = g.agg(models=("key", "size"), downloads=("_w", "sum"))
+    out["examples"] = g["model_id"].agg(lambda ids: list(ids.iloc[:EXAMPLES]))
+    out = out.reset_index()
+    return out.sort_values(["downloads", "models", *by], ascending=[False, False] + [True] * len(by), kind="stable")
+
+
+def top_reasons(data: SweepData, limit: int = 25) -> pd.DataFrame:
+    """First reasons of models that did not pass, by (kind, op), with a sample message."""
+    m = data.models[data.models["category"] != "pass"].fillna({"reason_kind": "unknown", "reason_op": ""})
+    out = grouped(m, ["reason_kind", "reason_op"]).head(limit)
+    first = ranked(m).drop_duplicates(["reason_kind", "reason_op"]).set_index(["reason_kind", "reason_op"])
+    out["message"] = [first.loc[(k, o), "reason_message"] for k, o in zip(out["reason_kind"], out["reason_op"])]
+    out["group"] = out["reason_kind"].map(reason_group)
+    return out
+
+
+def not_tested(data: SweepData) -> pd.DataFrame:
+    """Environment outcomes and skips by kind: outside the device pass rate."""
+    m = data.models[data.models["category"].isin(["environment", "skip"])]
+    return grouped(m.fillna({"reason_kind": "unknown"}), ["category", "reason_kind"])
+
+
+def fallback_table(data: SweepData) -> pd.DataFrame:
+    """Ops that ran on the host: models, their downloads, total calls."""
+    return _per_item(data, data.fallbacks, "op", extra={"calls": ("calls", "sum")})
+
+
+def graph_break_table(data: SweepData) -> pd.DataFrame:
+    """Compile graph-break reasons: models, downloads, examples."""
+    return _per_item(data, data.breaks, "reason")
+
+
+def compile_problem_table(data: SweepData) -> pd.DataFrame:
+    """Compiler findings that did not stop compilation."""
+    return _per_item(data, data.problems, "problem")
+
+
+def _per_item(data: SweepData, long: pd.DataFrame, item: str, extra: dict | None = None) -> pd.DataFrame:
+    """Aggregate a long (key, item, ...) table by item, joined to model downloads."""
+    cols = [item, "models", "downloads", *(extra or {}), "examples"]
+    if long.empty:
+        return pd.DataFrame(columns=cols)
+    if extra:
+        per_model = long.groupby(["key", item], sort=False).agg(**extra).reset_index()
+    else:
+        per_model = long.drop_duplicates(["key", item])
+    joined = per_model.merge(data.models[["key", "model_id", "downloads", "rank"]], on="key", how="left")
+    out = grouped(joined, [item])
+    if extra:
+        sums = joined.groupby(item).agg(**extra)
+        out = out.join(sums, on=item)
+    return out[cols]

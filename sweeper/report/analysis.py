@@ -1,0 +1,102 @@
+"""Everything a report shows, computed once: frames for Markdown, a dict for summary.json."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from sweeper.report import aggregate, roadmap
+from sweeper.report.load import SweepData
+
+TOP_ITEMS = 50  # rows of each ranked table kept in summary.json
+
+
+@dataclass
+class Analysis:
+    """The aggregated view of one sweep."""
+
+    data: SweepData
+    overview: dict[str, Any]
+    coverage: dict[str, Any] | None
+    stages: pd.DataFrame
+    not_tested: pd.DataFrame
+    reasons: pd.DataFrame
+    ops: pd.DataFrame
+    plan: dict[str, Any]
+    fallbacks: pd.DataFrame
+    breaks: pd.DataFrame
+    problems: pd.DataFrame
+    by_model_type: pd.DataFrame
+    by_task: pd.DataFrame
+
+    @property
+    def weighted(self) -> bool:
+        return self.coverage is not None
+
+
+def analyse(data: SweepData) -> Analysis:
+    """Run every aggregation over one sweep."""
+    return Analysis(
+        data=data,
+        overview=aggregate.overview(data),
+        coverage=aggregate.coverage(data),
+        stages=aggregate.stage_summary(data),
+        not_tested=aggregate.not_tested(data),
+        reasons=aggregate.top_reasons(data, limit=100),
+        ops=roadmap.op_ranking(data),
+        plan=roadmap.greedy_plan(data),
+        fallbacks=aggregate.fallback_table(data),
+        breaks=aggregate.graph_break_table(data),
+        problems=aggregate.compile_problem_table(data),
+        by_model_type=aggregate.breakdown(data, "model_type"),
+        by_task=aggregate.breakdown(data, "pipeline_tag"),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready scalars: numpy numbers to Python, NaN/NA to None."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or value is pd.NA:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def records(frame: pd.DataFrame, limit: int | None = TOP_ITEMS) -> list[dict[str, Any]]:
+    """A frame's first rows as plain dicts."""
+    part = frame if limit is None else frame.head(limit)
+    return [{k: _plain(v) for k, v in row.items()} for row in part.to_dict(orient="records")]
+
+
+def summary(a: Analysis) -> dict[str, Any]:
+    """The machine-readable summary written to summary.json."""
+    meta = a.data.meta
+    return {
+        "sweep_id": meta.get("sweep_id"),
+        "device": meta.get("device"),
+        "source": meta.get("source"),
+        "config": meta.get("config"),
+        "versions": meta.get("versions"),
+        "started": meta.get("started"),
+        "ended": meta.get("ended"),
+        "wall_seconds": meta.get("wall_seconds"),
+        "skipped_lines": a.data.skipped_lines,
+        "overview": {k: _plain(v) for k, v in a.overview.items()},
+        "coverage": a.coverage,
+        "stages": records(a.stages, None),
+        "not_tested": records(a.not_tested, None),
+        "top_reasons": records(a.reasons),
+        "roadmap": {"ops": records(a.ops), "plan": a.plan},
+        "fallback_ops": records(a.fallbacks),
+        "graph_breaks": records(a.breaks),
+        "compile_problems": records(a.problems),
+        "by_model_type": records(a.by_model_type),
+        "by_pipeline_tag": records(a.by_task),
+    }

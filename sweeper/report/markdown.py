@@ -1,0 +1,168 @@
+"""report.md: header, summary, stages, roadmap, reasons, breakdowns, charts, models.
+
+The text depends only on the records and sweep.json (no clock, no paths of this machine),
+so the same sweep always renders the same report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeper.report import sections
+from sweeper.report.analysis import Analysis
+from sweeper.report.escape import code, details, md, num, pct, seconds, table
+
+CHART_TITLES = {
+    "pass_rate_by_stage.png": "Pass rate by stage",
+    "coverage_vs_rank.png": "Downloads covered vs rank",
+    "top_blockers.png": "Top blockers",
+}
+
+
+def device_name(meta: dict[str, Any], a: Analysis) -> str:
+    """The device spec from sweep.json, else the one the records name."""
+    spec = (meta.get("device") or {}).get("spec")
+    if spec:
+        return str(spec)
+    devices = a.data.models["device"].dropna()
+    return str(devices.iloc[0]) if len(devices) else "unknown device"
+
+
+def header(a: Analysis) -> str:
+    """Title and the sweep's identity: what ran, where, on what, for how long."""
+    meta = a.data.meta
+    device = meta.get("device") or {}
+    profile = device.get("profile") or {}
+    source = meta.get("source") or {}
+    cfg = meta.get("config") or {}
+    versions = meta.get("versions") or {}
+    weights = cfg.get("weights") or _single(a, "weights")
+    started = str(meta.get("started") or "")
+    rows = [
+        ("sweep", code(meta.get("sweep_id") or "unknown")),
+        ("date", md(started[:10] or "unknown")),
+        ("device", code(device_name(meta, a))),
+        ("device profile", md(f"{profile.get('name')} ({profile.get('hash')})") if profile else "—"),
+        ("source", md(source.get("name") or "unknown")),
+        ("snapshot date", md(source.get("snapshot_date") or "—")),
+        ("weights", md(weights or "—")),
+        ("dtype", md(cfg.get("dtype") or _single(a, "dtype") or "—")),
+        ("versions", ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(versions.items())) or "—"),
+        ("models", num(a.overview["models"])),
+        ("wall time", seconds(meta.get("wall_seconds")) if meta.get("wall_seconds") is not None else "—"),
+    ]
+    title = f"# Model sweep on {md(device_name(meta, a))}"
+    return title + "\n\n" + table(["", ""], ([f"**{k}**", v] for k, v in rows))
+
+
+def _single(a: Analysis, column: str) -> str | None:
+    values = sorted(a.data.models[column].dropna().astype(str).unique())
+    return ", ".join(values) if values else None
+
+
+def notes(a: Analysis) -> list[str]:
+    """Caveats a reader needs before trusting the figures."""
+    meta, out = a.data.meta, []
+    if not meta:
+        out.append("No sweep.json was found: the header shows only what the records say.")
+    elif not meta.get("ended"):
+        out.append("The sweep did not finish (no end time in sweep.json): models not yet tried are absent.")
+    if a.data.skipped_lines:
+        out.append(f"{num(a.data.skipped_lines)} unreadable line(s) of records.jsonl were skipped.")
+    if a.coverage is None:
+        out.append("No model carries a download count, so download-weighted figures are omitted.")
+    elif a.coverage["models_without_downloads"]:
+        out.append(f"{num(a.coverage['models_without_downloads'])} model(s) without a download count weigh 0.")
+    if not (meta.get("config") or {}).get("collect_all"):
+        out.append(
+            "Models stop at their first blocker (no `--collect-all`): a failing model may have more blockers "
+            "than shown, so roadmap figures of what one op frees are upper bounds."
+        )
+    return out
+
+
+def summary_section(a: Analysis) -> str:
+    """The headline: downloads covered, device pass rate, the outcome counts."""
+    o, c = a.overview, a.coverage
+    device = device_name(a.data.meta, a)
+    lines = []
+    if c is not None:
+        lines.append(
+            f"**{pct(c['catalog_share'])} of this catalog's downloads run end to end on {md(device)}** "
+            f"({pct(c['tested_share'])} of the downloads of models tried on the device)."
+        )
+    lines.append(
+        f"**Device pass rate: {pct(o['pass_rate'])}** ({num(o['passed'])} of {num(o['tested'])} models tried on "
+        f"the device pass every stage; environment outcomes and skips are not counted)."
+    )
+    rows = [
+        ["pass", num(o["passed"]), pct(o["passed"] / o["models"] if o["models"] else None)],
+        ["fail (device, harness or model)", num(o["failed"]), pct(o["failed"] / o["models"] if o["models"] else None)],
+        ["environment (not tried)", num(o["environment"]), pct(o["environment"] / o["models"] if o["models"] else None)],
+        ["skip (not tried)", num(o["skipped"]), pct(o["skipped"] / o["models"] if o["models"] else None)],
+    ]
+    statuses = ", ".join(f"{k} {num(v)}" for k, v in o["status_counts"].items())
+    return "\n\n".join([*lines, table(["outcome", "models", "share"], rows, "lrr"), f"Model statuses: {statuses}."])
+
+
+def stages_section(a: Analysis) -> str:
+    """Per-stage counts among models tried on the device."""
+    if a.stages.empty:
+        return "_No stages recorded._"
+    headers = ["stage", "pass", "fail", "blocked", "skip", "not recorded", "pass %"]
+    rows = [
+        [md(r.stage), num(r.pass_), num(r.fail), num(r.blocked), num(r.skip), num(r.not_recorded), pct(r.pass_share)]
+        for r in a.stages.rename(columns={"pass": "pass_", "not recorded": "not_recorded"}).itertuples(index=False)
+    ]
+    note = "Counts are over the models tried on the device; a stage is blocked when an earlier one failed."
+    return note + "\n\n" + table(headers, rows, "lrrrrrr")
+
+
+def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
+    """The whole report.md text."""
+    w = a.weighted
+    link = ((a.data.meta.get("source") or {}).get("name") or "") != "zoo"
+    parts = [header(a)]
+    parts += [f"> {n}" for n in notes(a)]
+    parts += ["## Summary", summary_section(a), "## Stages", stages_section(a)]
+    parts += [
+        "## Not device failures",
+        "Environment outcomes (gated, remote code, unsupported library, download, missing dependency) and "
+        "skips: the device was never tried, so they are outside the device pass rate.",
+        sections.not_tested(a.not_tested, weighted=w, link=link),
+        "## Op-lowering roadmap",
+        "Operators ranked by the downloads of the failing models they block. *Only blocker of*: models "
+        "that would pass if this op alone were lowered.",
+        sections.roadmap_ops(a.ops, weighted=w, link=link),
+        "### Lowering plan",
+        sections.greedy(a.plan),
+        "## Top reasons",
+        "The first reason of each model that did not pass.",
+        sections.reasons(a.reasons, weighted=w, link=link),
+        "## CPU fallbacks",
+        sections.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True),
+        "## Compile graph breaks",
+        sections.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
+        "## Compile problems",
+        sections.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
+        "## By model type",
+        sections.breakdown(a.by_model_type, "model_type", weighted=w),
+        "## By task",
+        sections.breakdown(a.by_task, "pipeline_tag", weighted=w),
+    ]
+    if charts:
+        parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
+    parts += ["## Models", models_section(a, link=link, models_file=models_file)]
+    return "\n\n".join(parts) + "\n"
+
+
+def models_section(a: Analysis, *, link: bool, models_file: str | None) -> str:
+    """The per-model table, collapsed; past ``MODEL_ROWS`` the full one is a separate file."""
+    m = a.data.models
+    shown = m.head(sections.MODEL_ROWS)
+    body = sections.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
+    label = f"{num(len(shown))} models by rank"
+    text = details(label, body)
+    if models_file:
+        text = f"The first {num(len(shown))} of {num(len(m))} models; all of them: [{models_file}]({models_file}).\n\n" + text
+    return text

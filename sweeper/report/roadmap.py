@@ -1,0 +1,128 @@
+"""The op-lowering roadmap: which operators to lower first, by the downloads they block.
+
+A failing model's remaining blockers are its ``blockers`` (or its first ``reason``). An
+op blocks a model when any blocker names it; lowering the op alone makes the model pass
+when every blocker names that op. Blockers without an op (a dtype, numerics, a crash)
+keep a model failing whatever gets lowered, so such models never count as unlocked.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from sweeper.report.aggregate import grouped, weight
+from sweeper.report.load import SweepData
+
+PLAN_STEPS = 15
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Failing models that share the same blocking ops (and op-less blockers or not)."""
+
+    ops: frozenset[str]
+    other: bool  # an op-less blocker too: lowering ops alone cannot make these pass
+    models: int
+    weight: int  # downloads, or the model count when the sweep has no downloads
+
+
+def signatures(data: SweepData) -> list[Signature]:
+    """Failing models grouped by their set of blocking ops, in a fixed order."""
+    fail = data.models[data.models["category"] == "fail"]
+    w = weight(fail) if data.has_downloads else pd.Series(1, index=fail.index)
+    per_key: dict[str, tuple[set[str], list[bool]]] = {k: (set(), [False]) for k in fail["key"]}
+    b = data.blockers
+    for key, op in zip(b["key"], b["op"]):
+        entry = per_key.get(key)
+        if entry is None:
+            continue
+        if isinstance(op, str) and op:
+            entry[0].add(op)
+        else:
+            entry[1][0] = True
+    acc: dict[tuple[frozenset[str], bool], list[int]] = defaultdict(lambda: [0, 0])
+    for key, wt in zip(fail["key"], w):
+        ops, other = per_key[key]
+        slot = acc[(frozenset(ops), other[0] or not ops)]
+        slot[0] += 1
+        slot[1] += int(wt)
+    sigs = [Signature(ops, other, n, wt) for (ops, other), (n, wt) in acc.items()]
+    return sorted(sigs, key=lambda s: (sorted(s.ops), s.other))
+
+
+def op_ranking(data: SweepData) -> pd.DataFrame:
+    """Ops ranked by downloads blocked: models blocked, and what lowering it alone frees."""
+    cols = ["op", "kinds", "models", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
+    fail_keys = set(data.models.loc[data.models["category"] == "fail", "key"])
+    b = data.blockers[data.blockers["key"].isin(fail_keys) & data.blockers["op"].notna() & (data.blockers["op"] != "")]
+    if b.empty:
+        return pd.DataFrame(columns=cols)
+    kinds = b.groupby("op")["kind"].agg(lambda k: ", ".join(sorted(set(k))))
+    pairs = b.drop_duplicates(["key", "op"]).merge(data.models[["key", "model_id", "downloads", "rank"]], on="key")
+    out = grouped(pairs, ["op"])
+    unlocked_m: dict[str, int] = defaultdict(int)
+    unlocked_w: dict[str, int] = defaultdict(int)
+    for sig in signatures(data):
+        if len(sig.ops) == 1 and not sig.other:
+            (op,) = sig.ops
+            unlocked_m[op] += sig.models
+            unlocked_w[op] += sig.weight
+    out["kinds"] = out["op"].map(kinds)
+    out["unlocked_models"] = out["op"].map(lambda o: unlocked_m.get(o, 0))
+    out["unlocked_downloads"] = out["op"].map(lambda o: unlocked_w.get(o, 0) if data.has_downloads else 0)
+    order = ["downloads", "models", "unlocked_downloads", "op"]
+    return out.sort_values(order, ascending=[False, False, False, True], kind="stable")[cols]
+
+
+def greedy_plan(data: SweepData, max_steps: int = PLAN_STEPS) -> dict[str, Any]:
+    """Lower ops one at a time, each step taking the op that frees the most downloads
+    (ties, and steps that free nothing yet, go to the op with most of the blocked weight
+    shared among each model's remaining ops). Coverage is of the whole catalog."""
+    m = data.models
+    weighted = data.has_downloads
+    total = int(weight(m).sum()) if weighted else len(m)
+    covered = int(weight(m)[m["category"] == "pass"].sum()) if weighted else int((m["category"] == "pass").sum())
+    remaining = [s for s in signatures(data) if not s.other]
+    ceiling = covered + sum(s.weight for s in remaining)
+    start = covered
+    lowered: set[str] = set()
+    steps = []
+    while remaining and len(steps) < max_steps:
+        op = _best_op(remaining, lowered)
+        lowered.add(op)
+        freed = [s for s in remaining if s.ops <= lowered]
+        remaining = [s for s in remaining if not s.ops <= lowered]
+        covered += sum(s.weight for s in freed)
+        steps.append(
+            {
+                "step": len(steps) + 1,
+                "op": op,
+                "models_freed": sum(s.models for s in freed),
+                "weight_freed": sum(s.weight for s in freed),
+                "coverage": covered / total if total else None,
+            }
+        )
+    return {
+        "weighted": weighted,
+        "total": total,
+        "start": start / total if total else None,
+        "ceiling": ceiling / total if total else None,
+        "steps": steps,
+    }
+
+
+def _best_op(remaining: list[Signature], lowered: set[str]) -> str:
+    freed: dict[str, int] = defaultdict(int)
+    share: dict[str, float] = defaultdict(float)
+    for sig in remaining:
+        left = sig.ops - lowered
+        if len(left) == 1:
+            (op,) = left
+            freed[op] += sig.weight
+        for op in left:
+            share[op] += sig.weight / len(left)
+    return min(share, key=lambda op: (-freed.get(op, 0), -share[op], op))

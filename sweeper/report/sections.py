@@ -1,0 +1,158 @@
+"""Report sections that are tables: roadmap, reasons, fallbacks, breakdowns, models.
+
+Each function takes aggregated frames and returns Markdown; every outside string goes
+through ``escape`` on the way in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from sweeper.report.escape import code, compact, details, md, model_link, num, one_line, pct, table
+
+SHOWN = 20  # rows shown before the rest collapses
+MODEL_ROWS = 1000  # per-model rows inline in report.md; more go to models.md
+MARKS = {"pass": "✅", "fail": "❌", "blocked": "⛔", "skip": "⏭"}
+MESSAGE_CHARS = 120
+
+
+def examples(ids: Sequence[str], link: bool) -> str:
+    """A few example models, comma-separated."""
+    return ", ".join(model_link(i, link=link) for i in ids)
+
+
+def long_table(headers: list[str], rows: list[list[Any]], align: str, what: str) -> str:
+    """A table whose rows past ``SHOWN`` collapse into a details block."""
+    if not rows:
+        return f"_No {what}._"
+    text = table(headers, rows[:SHOWN], align)
+    if len(rows) > SHOWN:
+        text += "\n\n" + details(f"{len(rows) - SHOWN} more {what}", table(headers, rows[SHOWN:], align))
+    return text
+
+
+def _dl(weighted: bool, cols: list[str]) -> list[str]:
+    return cols if weighted else [c for c in cols if "ownload" not in c]
+
+
+def _rows(frame: pd.DataFrame, cells: Callable[[Any], list[Any]], headers: list[str], keep: list[str]) -> list[list]:
+    """Cells for each row, keeping only the columns whose header is in ``keep``."""
+    idx = [i for i, h in enumerate(headers) if h in keep]
+    return [[c[i] for i in idx] for c in (cells(r) for r in frame.itertuples(index=False))]
+
+
+def roadmap_ops(ops: pd.DataFrame, *, weighted: bool, link: bool) -> str:
+    """Ops ranked by the downloads they block."""
+    headers = ["#", "op", "kinds", "models blocked", "downloads blocked", "only blocker of", "downloads freed", "examples"]
+
+    def cells(r: Any) -> list[Any]:
+        return [0, code(r.op), md(r.kinds), num(r.models), compact(r.downloads), num(r.unlocked_models),
+                compact(r.unlocked_downloads), examples(r.examples, link)]  # fmt: skip
+
+    keep = _dl(weighted, headers)
+    rows = _rows(ops, cells, headers, keep)
+    for i, row in enumerate(rows, 1):
+        row[0] = i
+    return long_table(keep, rows, "rlllrrrrl"[: len(keep)] if weighted else "rllrrl", "ops")
+
+
+def greedy(plan: dict[str, Any]) -> str:
+    """The "lower these k ops to reach Y%" list."""
+    if not plan["steps"]:
+        return "_No set of ops alone would make another model pass._"
+    unit = "downloads" if plan["weighted"] else "models"
+    head = (
+        f"Starting from {pct(plan['start'])} of the catalog's {unit} passing end to end; lowering every op "
+        f"below (and every other op the failing models need) reaches at most {pct(plan['ceiling'])}."
+    )
+    headers = ["k", "lower", "models that then pass", f"{unit} freed", "coverage after"]
+    rows = [
+        [s["step"], code(s["op"]), num(s["models_freed"]), compact(s["weight_freed"]), pct(s["coverage"])]
+        for s in plan["steps"]
+    ]
+    return head + "\n\n" + table(headers, rows, "rlrrr")
+
+
+def reasons(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
+    """First reasons of models that did not pass."""
+    headers = ["reason", "op", "blame", "models", "downloads", "examples", "sample message"]
+
+    def cells(r: Any) -> list[Any]:
+        return [md(r.reason_kind), code(r.reason_op), r.group, num(r.models), compact(r.downloads),
+                examples(r.examples, link), md(r.message, MESSAGE_CHARS)]  # fmt: skip
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), "lllrrll", "reasons")
+
+
+def not_tested(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
+    """Environment outcomes and skips."""
+    headers = ["outcome", "kind", "models", "downloads", "examples"]
+
+    def cells(r: Any) -> list[Any]:
+        return [r.category, md(r.reason_kind), num(r.models), compact(r.downloads), examples(r.examples, link)]
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), "llrrl", "environment outcomes or skips")
+
+
+def per_item(frame: pd.DataFrame, item: str, title: str, *, weighted: bool, link: bool, as_code: bool) -> str:
+    """Fallback ops, graph-break reasons or compile problems."""
+    has_calls = "calls" in frame.columns
+    headers = [title, "models", "downloads", *(["calls"] if has_calls else []), "examples"]
+
+    def cells(r: Any) -> list[Any]:
+        value = getattr(r, item)
+        label = code(value, MESSAGE_CHARS) if as_code else md(value, MESSAGE_CHARS)
+        calls = [num(r.calls)] if has_calls else []
+        return [label, num(r.models), compact(r.downloads), *calls, examples(r.examples, link)]
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), "lrrrl", f"{title}s")
+
+
+def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
+    """Outcomes per model type or task."""
+    headers = [column, "models", "tested", "pass", "pass rate", "not tested", "downloads", "downloads passing"]
+
+    def cells(r: Any) -> list[Any]:
+        return [md(getattr(r, column)), num(r.models), num(r.tested), num(r.passed), pct(r.pass_rate),
+                num(r.not_tested), compact(r.downloads), pct(r.download_share)]  # fmt: skip
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), "lrrrrrrr", "groups")
+
+
+def stage_marks(row: Any, stages: list[str]) -> list[str]:
+    return [MARKS.get(getattr(row, f"stage_{s}") or "", "—") for s in stages]
+
+
+def reason_cell(kind: Any, op: Any, message: Any) -> str:
+    """``kind`` + op + the message, escaped and cut short."""
+    if not isinstance(kind, str):
+        return ""
+    parts = [md(kind)]
+    if isinstance(op, str) and op:
+        parts.append(code(op))
+    text = " ".join(parts)
+    msg = one_line(message)
+    return f"{text}: {md(msg, MESSAGE_CHARS)}" if msg else text
+
+
+def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link: bool) -> str:
+    """One row per model: rank, model, downloads, a mark per stage, reason, repro."""
+    headers = ["rank", "model", *(["downloads"] if weighted else []), *stages, "status", "reason", "repro"]
+    rows = []
+    for r in models.itertuples(index=False):
+        dl = [compact(r.downloads if not pd.isna(r.downloads) else None)] if weighted else []
+        rows.append(
+            [num(None if pd.isna(r.rank) else r.rank), model_link(r.model_id, link=link), *dl,
+             *stage_marks(r, stages), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message),
+             code(r.repro)]  # fmt: skip
+        )
+    align = "rl" + ("r" if weighted else "") + "c" * len(stages) + "lll"
+    legend = "✅ pass · ❌ fail · ⛔ blocked by an earlier stage · ⏭ skipped · — not recorded"
+    return legend + "\n\n" + table(headers, rows, align.replace("c", "l"))

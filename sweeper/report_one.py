@@ -1,0 +1,31 @@
+"""Human-readable account of one record, for ``sweep one``."""
+
+from __future__ import annotations
+
+from sweeper.records import ModelRecord
+
+
+def describe_record(record: ModelRecord) -> str:
+    """Stages, reasons, fallbacks, graph breaks and the repro command, one per line."""
+    lines = [
+        f"model:        {record.model_id}",
+        f"architecture: {record.architecture or '?'} ({record.model_type or '?'}, {record.num_parameters or 0:,} parameters)",
+        f"device:       {record.device} ({record.weights} weights, {record.dtype})",
+        f"status:       {record.status.value.upper()} in {record.seconds:.2f}s",
+    ]
+    for name, result in record.stages.items():
+        why = f"  {result.reason.kind.value}: {result.reason.message}" if result.reason else ""
+        lines.append(f"  {name:<10} {result.status.value:<8} {result.seconds:7.2f}s{why}")
+    for blocker in record.blockers[1:]:
+        lines.append(f"also blocked by: {blocker.kind.value}{' ' + blocker.op if blocker.op else ''}: {blocker.message}")
+    if record.fallback_ops:
+        ops = ", ".join(f"{op} x{n}" for op, n in sorted(record.fallback_ops.items()))
+        lines.append(f"cpu fallbacks: {ops}")
+    if record.graph_breaks:
+        lines.append(f"graph breaks: {record.graph_breaks}")
+        lines.extend(f"  - {reason}" for reason in record.graph_break_reasons[:10])
+    lines.extend(f"compile problem: {p}" for p in record.compile_problems[:10])
+    if record.max_abs_diff is not None:
+        lines.append(f"max |device - cpu|: {record.max_abs_diff:.3g}")
+    lines.append(f"repro: {record.repro}")
+    return "\n".join(lines)

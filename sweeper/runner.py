@@ -1,0 +1,140 @@
+"""The driver: source -> filter -> resume -> executor -> store -> sweep.json -> report.
+
+Everything that can reject the user's input (device, source, catalog) is checked before
+the output folder is created, so bad input writes nothing. The driver alone writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sweeper.check import check_model
+from sweeper.config import SweepConfig
+from sweeper.devices.base import get_device
+from sweeper.errors import UsageError
+from sweeper.executors.base import CheckFn, get_executor
+from sweeper.progress import Progress
+from sweeper.records import ModelRecord, ModelRef
+from sweeper.sources.base import get_source, select
+from sweeper.store import RecordStore
+from sweeper.versions import versions
+
+SWEEP_FILE = "sweep.json"
+
+
+@dataclass
+class SweepResult:
+    """What a finished (or interrupted) sweep reports back to the CLI."""
+
+    out_dir: Path
+    total: int
+    new_records: int
+    skipped_done: int
+    report: Path | None
+    source: dict[str, Any]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
+    """Resolve device and source and list the refs; raises UsageError on bad input."""
+    device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
+    ok, why = device.available()
+    if not ok:
+        raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
+    source = get_source(cfg)
+    seen: set[str] = set()
+    refs: list[ModelRef] = []
+    for ref in select(source.refs(), cfg):
+        if ref.key not in seen:  # a catalog listing an id twice still yields one record
+            seen.add(ref.key)
+            refs.append(ref)
+    if not refs:
+        raise UsageError(f"no models to sweep: the {source.describe().get('name', cfg.source)} source matched nothing")
+    device_info = {"spec": cfg.device, "profile": device.profile_info()}
+    return refs, source.describe(), device_info
+
+
+def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = False, write_report: bool = True) -> SweepResult:
+    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went."""
+    refs, source_info, device_info = plan(cfg)
+    out = cfg.out_dir
+    if not quiet:
+        why = f" ({source_info['why']})" if source_info.get("why") else ""
+        print(f"source: {source_info.get('name')}{why}; {len(refs)} models; device {cfg.device}; out {out}", file=sys.stderr)
+    store = RecordStore(out).open()
+    done = store.done_keys()
+    todo = [ref for ref in refs if ref.key not in done]
+    meta = _start_meta(out, cfg, source_info, device_info, total=len(refs))
+    progress = Progress(len(todo), already_done=len(refs) - len(todo), quiet=quiet)
+    started = time.monotonic()
+
+    def on_record(record: ModelRecord) -> None:
+        record.sweep_id = meta["sweep_id"]
+        store.append(record)
+        progress.update(record)
+
+    executor = get_executor(cfg)
+    try:
+        executor.run(iter(todo), cfg, check=check, on_record=on_record)
+    finally:
+        executor.close()
+        store.close()
+        progress.close()
+        meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
+        _write_meta(out, meta)
+    report = _report(out) if write_report else None
+    return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+
+
+def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:
+    """sweep.json: a resumed sweep keeps its id and start; wall time accumulates."""
+    path = out / SWEEP_FILE
+    previous: dict[str, Any] = {}
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text())
+        except ValueError:
+            previous = {}
+    meta = {
+        "sweep_id": previous.get("sweep_id") or f"{dt.date.today():%Y%m%d}-{uuid.uuid4().hex[:8]}",
+        "started": previous.get("started") or _now(),
+        "resumed": bool(previous),
+        "wall_seconds": float(previous.get("wall_seconds") or 0.0),
+        "config": cfg.to_dict(),
+        "source": source,
+        "device": device,
+        "versions": versions(),
+        "total": total,
+    }
+    _write_meta(out, meta)
+    return meta
+
+
+def _write_meta(out: Path, meta: dict[str, Any]) -> None:
+    tmp = out / (SWEEP_FILE + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    os.replace(tmp, out / SWEEP_FILE)
+
+
+def _report(out: Path) -> Path | None:
+    """Write the report; a report failure never loses the records."""
+    try:
+        from sweeper.report.commands import write_report
+    except ImportError:
+        return None
+    try:
+        return write_report(out)
+    except Exception as exc:  # the records are safe on disk; say why the report is missing
+        print(f"sweep: warning: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None

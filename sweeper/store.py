@@ -1,0 +1,113 @@
+"""Append-only JSONL record store, written by the driver alone.
+
+Every record is one line, flushed and fsync'd before the next model is reported done, so
+a sweep killed at any moment loses at most the line being written. On open, a torn last
+line (no newline, or not JSON) is cut off; ``done_keys`` tells the driver what to skip on
+resume, and a key seen twice keeps its last record when read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from sweeper.records import ModelRecord
+
+RECORDS_FILE = "records.jsonl"
+
+
+class RecordStore:
+    """``OUT/records.jsonl``: repair on open, append with fsync, read back leniently."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = Path(out_dir)
+        self.path = self.out_dir / RECORDS_FILE
+        self._fh = None
+        self.repaired_bytes = 0
+
+    def open(self) -> RecordStore:
+        """Create the folder, cut a torn tail, and open for appending."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.repaired_bytes = repair(self.path)
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the sweep)
+        return self
+
+    def append(self, record: ModelRecord) -> None:
+        """Write one record durably (one write call, then flush and fsync)."""
+        if self._fh is None:
+            raise RuntimeError("RecordStore.append before open()")
+        self._fh.write(record.to_json() + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> RecordStore:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def done_keys(self) -> set[str]:
+        """Keys of the models already recorded (what a resumed sweep skips)."""
+        return {rec.get("key") or rec["model_id"] for rec in iter_raw(self.path)}
+
+
+def repair(path: Path) -> int:
+    """Cut a torn last line (killed mid-write); return how many bytes were removed."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    with open(path, "rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        # Find the start of the last line; the file is append-only, so only it can be torn.
+        block = min(size, 1 << 20)
+        fh.seek(size - block)
+        tail = fh.read(block)
+        if tail.endswith(b"\n"):
+            last_nl = tail.rfind(b"\n", 0, len(tail) - 1)
+            line = tail[last_nl + 1 :]
+            if _is_json(line):
+                return 0
+            cut = size - len(line)
+        else:
+            last_nl = tail.rfind(b"\n")
+            cut = size - block + last_nl + 1 if last_nl >= 0 else 0
+        fh.truncate(cut)
+        os.fsync(fh.fileno())
+        return size - cut
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except ValueError:
+        return False
+
+
+def iter_raw(path: Path) -> Iterator[dict]:
+    """Record dicts in file order, skipping a torn or malformed line."""
+    if not Path(path).exists():
+        return
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
+def read_records(out_dir: Path) -> list[ModelRecord]:
+    """All records of a sweep folder, the last one winning for a repeated key."""
+    latest: dict[str, dict] = {}
+    for raw in iter_raw(Path(out_dir) / RECORDS_FILE):
+        latest[raw.get("key") or raw["model_id"]] = raw
+    return [ModelRecord.from_dict(raw) for raw in latest.values()]
