@@ -1,0 +1,54 @@
+"""The command line as a user meets it: bad input is one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SWEEP = [sys.executable, "-m", "sweeper.cli"]
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*SWEEP, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--top", "3", "--device", "warp9"], "unknown device 'warp9'"),
+        (["--top", "0"], "--top must be a positive"),
+        (["--top", "3", "--stages", "load,fly"], "unknown stage fly"),
+        (["--top", "3", "--weights", "huge"], "unknown weights mode"),
+        (["--top", "3", "--catalog", "missing.csv"], "missing.csv"),
+        (["--bogus-flag"], "No such option"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
+    out = tmp_path / "out"
+    proc = _run(*args, "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sweep: error:"), proc.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_malformed_catalog_names_the_problem(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,downloads\nfoo,1\n")
+    proc = _run("--catalog", str(bad), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "id" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_devices_lists_cpu_and_trnsim(tmp_path):
+    proc = _run("devices", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    names = {line.split()[0] for line in proc.stdout.splitlines()[1:]}
+    assert {"cpu", "cuda", "trnsim"} <= names
+    assert any(line.startswith("cpu") and " yes " in line for line in proc.stdout.splitlines())
