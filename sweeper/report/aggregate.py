@@ -127,8 +127,8 @@ def grouped(models: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def top_reasons(data: SweepData, limit: int = 25) -> pd.DataFrame:
-    """First reasons of models that did not pass, by (kind, op), with a sample message."""
-    m = data.models[data.models["category"] != "pass"].fillna({"reason_kind": "unknown", "reason_op": ""})
+    """First reasons of failing models (environment and skips apart), by (kind, op), with a sample message."""
+    m = data.models[data.models["category"] == "fail"].fillna({"reason_kind": "unknown", "reason_op": ""})
     out = grouped(m, ["reason_kind", "reason_op"]).head(limit)
     first = ranked(m).drop_duplicates(["reason_kind", "reason_op"]).set_index(["reason_kind", "reason_op"])
     out["message"] = [first.loc[(k, o), "reason_message"] for k, o in zip(out["reason_kind"], out["reason_op"])]

@@ -118,10 +118,15 @@ def stages_section(a: Analysis) -> str:
     return note + "\n\n" + table(headers, rows, "lrrrrrr")
 
 
+def links_to_hub(a: Analysis) -> bool:
+    """Model ids link to Hub pages unless the models came from the offline zoo."""
+    return ((a.data.meta.get("source") or {}).get("name") or "") != "zoo"
+
+
 def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
     """The whole report.md text."""
     w = a.weighted
-    link = ((a.data.meta.get("source") or {}).get("name") or "") != "zoo"
+    link = links_to_hub(a)
     parts = [header(a)]
     parts += [f"> {n}" for n in notes(a)]
     parts += ["## Summary", summary_section(a), "## Stages", stages_section(a)]
@@ -137,7 +142,7 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
         "### Lowering plan",
         sections.greedy(a.plan),
         "## Top reasons",
-        "The first reason of each model that did not pass.",
+        "The first reason of each failing model (environment outcomes and skips are listed above).",
         sections.reasons(a.reasons, weighted=w, link=link),
         "## CPU fallbacks",
         sections.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True),

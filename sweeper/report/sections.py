@@ -19,15 +19,25 @@ MARKS = {"pass": "✅", "fail": "❌", "blocked": "⛔", "skip": "⏭"}
 MESSAGE_CHARS = 120
 
 
+RIGHT = {"#", "k", "rank", "models", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
+         "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing"}  # fmt: skip
+
+
+def align_for(headers: Sequence[str]) -> str:
+    """Numbers right, text left."""
+    return "".join("r" if h in RIGHT else "l" for h in headers)
+
+
 def examples(ids: Sequence[str], link: bool) -> str:
     """A few example models, comma-separated."""
     return ", ".join(model_link(i, link=link) for i in ids)
 
 
-def long_table(headers: list[str], rows: list[list[Any]], align: str, what: str) -> str:
+def long_table(headers: list[str], rows: list[list[Any]], what: str) -> str:
     """A table whose rows past ``SHOWN`` collapse into a details block."""
     if not rows:
         return f"_No {what}._"
+    align = align_for(headers)
     text = table(headers, rows[:SHOWN], align)
     if len(rows) > SHOWN:
         text += "\n\n" + details(f"{len(rows) - SHOWN} more {what}", table(headers, rows[SHOWN:], align))
@@ -56,7 +66,7 @@ def roadmap_ops(ops: pd.DataFrame, *, weighted: bool, link: bool) -> str:
     rows = _rows(ops, cells, headers, keep)
     for i, row in enumerate(rows, 1):
         row[0] = i
-    return long_table(keep, rows, "rlllrrrrl"[: len(keep)] if weighted else "rllrrl", "ops")
+    return long_table(keep, rows, "ops")
 
 
 def greedy(plan: dict[str, Any]) -> str:
@@ -85,7 +95,7 @@ def reasons(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
                 examples(r.examples, link), md(r.message, MESSAGE_CHARS)]  # fmt: skip
 
     keep = _dl(weighted, headers)
-    return long_table(keep, _rows(frame, cells, headers, keep), "lllrrll", "reasons")
+    return long_table(keep, _rows(frame, cells, headers, keep), "reasons")
 
 
 def not_tested(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
@@ -96,7 +106,7 @@ def not_tested(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
         return [r.category, md(r.reason_kind), num(r.models), compact(r.downloads), examples(r.examples, link)]
 
     keep = _dl(weighted, headers)
-    return long_table(keep, _rows(frame, cells, headers, keep), "llrrl", "environment outcomes or skips")
+    return long_table(keep, _rows(frame, cells, headers, keep), "environment outcomes or skips")
 
 
 def per_item(frame: pd.DataFrame, item: str, title: str, *, weighted: bool, link: bool, as_code: bool) -> str:
@@ -111,7 +121,7 @@ def per_item(frame: pd.DataFrame, item: str, title: str, *, weighted: bool, link
         return [label, num(r.models), compact(r.downloads), *calls, examples(r.examples, link)]
 
     keep = _dl(weighted, headers)
-    return long_table(keep, _rows(frame, cells, headers, keep), "lrrrl", f"{title}s")
+    return long_table(keep, _rows(frame, cells, headers, keep), f"{title}s")
 
 
 def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
@@ -123,7 +133,7 @@ def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
                 num(r.not_tested), compact(r.downloads), pct(r.download_share)]  # fmt: skip
 
     keep = _dl(weighted, headers)
-    return long_table(keep, _rows(frame, cells, headers, keep), "lrrrrrrr", "groups")
+    return long_table(keep, _rows(frame, cells, headers, keep), "groups")
 
 
 def stage_marks(row: Any, stages: list[str]) -> list[str]:
@@ -153,6 +163,5 @@ def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link
              *stage_marks(r, stages), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message),
              code(r.repro)]  # fmt: skip
         )
-    align = "rl" + ("r" if weighted else "") + "c" * len(stages) + "lll"
     legend = "✅ pass · ❌ fail · ⛔ blocked by an earlier stage · ⏭ skipped · — not recorded"
-    return legend + "\n\n" + table(headers, rows, align.replace("c", "l"))
+    return legend + "\n\n" + table(headers, rows, align_for(headers))
