@@ -194,7 +194,7 @@ def _setup_device(cfg: Any) -> None:
     """Build and set up the sweep's device once for this process (errors surface per model)."""
     global _DEVICE
     try:
-        from sweeper.devices import get_device
+        from sweeper.devices.base import get_device
 
         _DEVICE = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
         _DEVICE.setup()

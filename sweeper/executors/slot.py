@@ -1,0 +1,240 @@
+"""One worker process seen from its parent: submit a model, notice its record or its death.
+
+``WorkerSlot`` owns at most one live worker (``worker.worker_main``) and one model at a time.
+It turns what can go wrong into exactly one record for that model: a death by signal or
+exit is ``crash`` (SIGKILL that the slot did not send: ``oom``, the kernel's OOM killer),
+running past ``cfg.timeout`` is ``timeout``, growing past ``cfg.memory_limit_mb`` is ``oom``.
+Each failure record says the stage and last op the worker published (``progress``) and the
+Python frame faulthandler printed. The worker is recycled after a failure, after a leak,
+when it grows past ``RECYCLE_RSS_MB``, and every ``cfg.worker_max_models`` models.
+
+The process executor drives several slots from the driver; each Ray actor drives one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing as mp
+import pickle
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from sweeper.executors import progress
+from sweeper.executors.base import CheckFn, failure_record
+from sweeper.executors.worker import worker_main
+from sweeper.records import ModelRecord, ModelRef, ReasonKind, Stage, StageResult, Status
+
+STARTUP_GRACE_S = 120.0  # a fresh worker imports torch + transformers before its first model
+MEMORY_POLL_S = 0.2
+RECYCLE_RSS_MB = 3072  # past this after a model, start the next one in a fresh process
+MIB = 1024 * 1024
+
+
+@dataclass
+class Job:
+    ref: ModelRef
+    submitted: float
+    started: float | None = None
+
+
+class WorkerSlot:
+    """A reusable worker process running one model at a time, with timeout and memory guard."""
+
+    def __init__(self, cfg: Any, check: CheckFn, *, workdir: Path, index: int = 0, num_threads: int = 1) -> None:
+        self.cfg = cfg
+        self.check_blob = pickle.dumps(check)
+        self.ctx = mp.get_context("spawn")  # never fork a threaded parent (Ray workers are)
+        self.progress_path = str(workdir / f"worker-{index}.progress")
+        self.fault_path = str(workdir / f"worker-{index}.fault")
+        self.num_threads = max(1, num_threads)
+        self.proc: Any = None
+        self.conn: Any = None
+        self.ready = False
+        self.job: Job | None = None
+        self.models_done = 0
+        self.started_workers = 0
+        self._next_memory_check = 0.0
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
+
+    def _start(self) -> None:
+        Path(self.fault_path).write_text("")  # a stale dump must not describe this worker
+        parent, child = self.ctx.Pipe()
+        args = (child, self.cfg, self.check_blob, self.progress_path, self.fault_path, self.num_threads)
+        proc = self.ctx.Process(target=worker_main, args=args, daemon=True, name="sweeper-worker")
+        try:
+            proc.start()
+        finally:
+            child.close()
+        self.proc, self.conn, self.ready, self.models_done = proc, parent, False, 0
+        self.started_workers += 1
+
+    def submit(self, ref: ModelRef) -> None:
+        """Hand ``ref`` to the worker (started first if there is none)."""
+        if self.proc is None:
+            self._start()
+        self.conn.send(("run", ref))
+        now = time.monotonic()
+        self.job = Job(ref, submitted=now, started=now if self.ready else None)
+
+    def waitables(self) -> list[Any]:
+        """What ``multiprocessing.connection.wait`` should watch for this slot."""
+        return [self.conn, self.proc.sentinel] if self.proc is not None else []
+
+    def run(self, ref: ModelRef) -> ModelRecord:
+        """Run one model to its record (blocking)."""
+        self.submit(ref)
+        while True:
+            wait(self.waitables(), timeout=MEMORY_POLL_S)
+            record = self.poll()
+            if record is not None:
+                return record
+
+    def poll(self) -> ModelRecord | None:
+        """The current model's record once it exists (returned, crashed, timed out, over memory)."""
+        job = self.job
+        if job is None:
+            return None
+        with contextlib.suppress(EOFError, OSError):
+            while self.conn.poll():
+                msg = self.conn.recv()
+                if msg[0] == "ready":
+                    self.ready = True
+                    job.started = job.started or time.monotonic()
+                elif msg[0] == "done":
+                    return self._finish(msg[1], msg[2])
+        if not self.proc.is_alive():
+            return self._fail_dead()
+        now = time.monotonic()
+        if now > self._deadline(job):
+            return self._failure(Status.TIMEOUT, ReasonKind.TIMEOUT, f"exceeded --timeout {self.cfg.timeout:g}s", kill=True)
+        if self.cfg.memory_limit_mb and now >= self._next_memory_check:
+            self._next_memory_check = now + MEMORY_POLL_S
+            rss = self._rss_mb()
+            if rss > self.cfg.memory_limit_mb:
+                how = f"exceeded --memory-limit-mb {self.cfg.memory_limit_mb} (rss {rss:.0f} MiB)"
+                return self._failure(Status.CRASH, ReasonKind.OOM, how, kill=True)
+        return None
+
+    def _deadline(self, job: Job) -> float:
+        if job.started is None:
+            return job.submitted + self.cfg.timeout + STARTUP_GRACE_S
+        return job.started + self.cfg.timeout
+
+    def _rss_mb(self) -> float:
+        try:
+            proc = psutil.Process(self.proc.pid)
+            return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / MIB
+        except psutil.Error:
+            return 0.0
+
+    def _finish(self, record: ModelRecord, leaked: list[str]) -> ModelRecord:
+        self.job = None
+        self.models_done += 1
+        if leaked:
+            record.notes["worker_recycled"] = "leaked patches: " + ", ".join(leaked[:5])
+        limit = min(RECYCLE_RSS_MB, self.cfg.memory_limit_mb or RECYCLE_RSS_MB)
+        if leaked or self.models_done >= max(1, self.cfg.worker_max_models) or self._rss_mb() > limit:
+            self.stop()
+        return record
+
+    def _fail_dead(self) -> ModelRecord:
+        self.proc.join(1.0)
+        code = self.proc.exitcode
+        if code is not None and code < 0:
+            sig = _signal_name(-code)
+            if -code == signal.SIGKILL:  # not sent by this slot: the kernel's OOM killer, most likely
+                return self._failure(Status.CRASH, ReasonKind.OOM, f"was killed by {sig} (out of memory, most likely)")
+            return self._failure(Status.CRASH, ReasonKind.CRASH, f"died of {sig}")
+        return self._failure(Status.CRASH, ReasonKind.CRASH, f"exited with code {code}")
+
+    def _failure(self, status: Status, kind: ReasonKind, how: str, *, kill: bool = False) -> ModelRecord:
+        assert self.job is not None
+        job, self.job = self.job, None
+        found = progress.read(self.progress_path)
+        if found.key != job.ref.key:  # died before publishing this model
+            found = progress.Progress()
+        if kill:
+            self.kill()
+        else:
+            self._reap()
+        frame = _fault_frame(self.fault_path)
+        elapsed = time.monotonic() - (job.started or job.submitted)
+        message = f"worker {how} {found.describe()}{frame} after {elapsed:.1f}s"
+        record = failure_record(
+            job.ref, self.cfg, status=status, kind=kind, message=message, stage=found.stage,
+            sweep_id=str(self.cfg.extra.get("sweep_id", "")),
+        )
+        if record.reason is not None and found.op:
+            record.reason = dataclasses.replace(record.reason, op=found.op)
+        if found.stage in {s.value for s in Stage}:
+            record.stages[found.stage] = StageResult(status=status, seconds=elapsed, reason=record.reason)
+        record.seconds = elapsed
+        return record
+
+    def kill(self) -> None:
+        """SIGKILL the worker and anything it started (compile workers), then forget it."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                child.kill()
+        self.proc.kill()
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.proc is not None:
+            self.proc.join(5.0)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc, self.conn, self.ready = None, None, False
+
+    def stop(self) -> None:
+        """End the worker politely (it finishes nothing: only call between models)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(("stop",))
+        self.proc.join(5.0)
+        if self.proc.is_alive():
+            self.kill()
+        else:
+            self._reap()
+
+    def close(self) -> None:
+        """Stop the worker whatever it is doing."""
+        if self.busy:
+            self.kill()
+        else:
+            self.stop()
+        self.job = None
+
+
+def _signal_name(num: int) -> str:
+    with contextlib.suppress(ValueError):
+        return signal.Signals(num).name
+    return f"signal {num}"
+
+
+def _fault_frame(path: str) -> str:
+    """``, at file.py:12 in fn`` from faulthandler's dump of the crash, when it wrote one."""
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text(errors="replace").splitlines():
+            line = line.strip()
+            if line.startswith("File "):
+                # File "/x/y/faults.py", line 12 in segfault_check
+                parts = line.split('"')
+                if len(parts) >= 3:
+                    name = Path(parts[1]).name
+                    rest = parts[2].replace(", line ", ":").strip()
+                    return f", at {name}{rest}"
+    return ""
