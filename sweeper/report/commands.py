@@ -54,7 +54,7 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     result = compare(old_data, new_data)
     text = render_diff(result, old_name=str(old), new_name=str(new))
     (Path(new) / DIFF_FILE).write_text(text, encoding="utf-8")
-    return text, 1 if fail_on_regression and result.regressed else 0
+    return text, 1 if fail_on_regression and result.regressed_any else 0
 
 
 def publish(out_dir: Path, to: str) -> str:

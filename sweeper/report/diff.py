@@ -1,0 +1,157 @@
+"""``sweep diff OLD NEW``: what was fixed, what regressed, what is new or gone.
+
+A model regresses when it passed and now fails on the device, or when any stage that
+passed now fails or is blocked. A passing model that is now gated, needs remote code or
+is skipped became unavailable: listed, but not a device regression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from sweeper.report import aggregate
+from sweeper.report.escape import code, md, model_link, num, pct, table
+from sweeper.report.load import SweepData
+from sweeper.report.sections import long_table, reason_cell
+
+BAD = ("fail", "blocked")
+COLS = ["key", "model_id", "rank", "downloads", "status", "category", "reason_kind", "reason_op", "reason_message"]
+
+
+@dataclass
+class DiffResult:
+    """Models per kind of change, per-stage counts, and the two sweeps' headlines."""
+
+    fixed: pd.DataFrame
+    regressed: pd.DataFrame
+    unavailable: pd.DataFrame
+    changed: pd.DataFrame
+    new: pd.DataFrame
+    gone: pd.DataFrame
+    stages: pd.DataFrame
+    headline: dict[str, tuple] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def regressed_any(self) -> bool:
+        return not self.regressed.empty
+
+
+def compare(old: SweepData, new: SweepData) -> DiffResult:
+    """Align two sweeps on model key and classify every change."""
+    stages = [s for s in new.stages if s in old.stages]
+    pick = COLS + [f"stage_{s}" for s in stages]
+    both = old.models[pick].merge(new.models[pick], on="key", suffixes=("_old", "_new"), how="inner")
+    both = both.sort_values(["rank_new", "key"], na_position="last", kind="stable")
+    usable = ~both["category_new"].isin(["environment", "skip"])
+    stage_rows, went_bad, went_good = [], pd.Series("", index=both.index), pd.Series("", index=both.index)
+    for s in stages:
+        o, n = both[f"stage_{s}_old"], both[f"stage_{s}_new"]
+        bad = (o == "pass") & n.isin(BAD) & usable
+        good = o.isin(BAD) & (n == "pass")
+        went_bad = went_bad.where(~bad | (went_bad != ""), s)
+        went_good = went_good.where(~good | (went_good != ""), s)
+        stage_rows.append({"stage": s, "fixed": int(good.sum()), "regressed": int(bad.sum())})
+    both["stage_bad"], both["stage_good"] = went_bad, went_good
+    was_pass, now_pass = both["category_old"] == "pass", both["category_new"] == "pass"
+    regressed = (was_pass & (both["category_new"] == "fail")) | (went_bad != "")
+    same_reason = (both["reason_kind_old"].fillna("") == both["reason_kind_new"].fillna("")) & (
+        both["reason_op_old"].fillna("") == both["reason_op_new"].fillna("")
+    )
+    changed = ~was_pass & ~now_pass & ~regressed & ~same_reason
+    old_keys, new_keys = set(old.models["key"]), set(new.models["key"])
+    return DiffResult(
+        fixed=both[~was_pass & now_pass],
+        regressed=both[regressed],
+        unavailable=both[was_pass & ~usable],
+        changed=both[changed],
+        new=new.models[~new.models["key"].isin(old_keys)],
+        gone=old.models[~old.models["key"].isin(new_keys)],
+        stages=pd.DataFrame(stage_rows, columns=["stage", "fixed", "regressed"]),
+        headline=_headline(old, new),
+        warnings=_warnings(old, new),
+    )
+
+
+def _headline(old: SweepData, new: SweepData) -> dict[str, tuple]:
+    o, n = aggregate.overview(old), aggregate.overview(new)
+    oc, nc = aggregate.coverage(old), aggregate.coverage(new)
+    out = {"models": (o["models"], n["models"]), "pass rate": (o["pass_rate"], n["pass_rate"])}
+    if oc and nc:
+        out["downloads covered"] = (oc["catalog_share"], nc["catalog_share"])
+    return out
+
+
+def _warnings(old: SweepData, new: SweepData) -> list[str]:
+    """Differences in set-up that make the comparison less than like for like."""
+    out = []
+    for what, path in (("device", ("device", "spec")), ("weights", ("config", "weights")), ("dtype", ("config", "dtype"))):
+        a, b = ((m.meta.get(path[0]) or {}).get(path[1]) for m in (old, new))
+        if a and b and a != b:
+            out.append(f"The sweeps differ in {what}: {md(a)} → {md(b)}.")
+    profiles = [((m.meta.get("device") or {}).get("profile") or {}).get("hash") for m in (old, new)]
+    if all(profiles) and profiles[0] != profiles[1]:
+        out.append(f"The device profile changed: {md(profiles[0])} → {md(profiles[1])}.")
+    return out
+
+
+def _outcome(status: str, kind: object, op: object) -> str:
+    """``fail: unsupported_op `aten::x``` or just the status."""
+    reason = reason_cell(kind, op, "")
+    return f"{status}: {reason}" if reason else status
+
+
+def _model_rows(frame: pd.DataFrame, kind: str) -> tuple[list[str], list[list]]:
+    if kind in ("new", "gone"):
+        headers = ["rank", "model", "status", "reason"]
+        rows = [
+            [num(None if pd.isna(r.rank) else r.rank), model_link(r.model_id), r.status,
+             reason_cell(r.reason_kind, r.reason_op, r.reason_message)]  # fmt: skip
+            for r in frame.itertuples(index=False)
+        ]
+        return headers, rows
+    headers = ["rank", "model", "stage", "before", "after", "reason now"]
+    stage_col = "stage_good" if kind == "fixed" else "stage_bad"
+    rows = [
+        [num(None if pd.isna(r.rank_new) else r.rank_new), model_link(r.model_id_new), md(getattr(r, stage_col)),
+         _outcome(r.status_old, r.reason_kind_old, r.reason_op_old),
+         _outcome(r.status_new, r.reason_kind_new, r.reason_op_new),
+         reason_cell(r.reason_kind_new, r.reason_op_new, r.reason_message_new)]  # fmt: skip
+        for r in frame.itertuples(index=False)
+    ]
+    return headers, rows
+
+
+def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:
+    """The diff as Markdown."""
+    parts = ["# Sweep diff", f"Old: {code(old_name)} · new: {code(new_name)}"]
+    parts += [f"> {w}" for w in result.warnings]
+    heads = [[k, _fmt(k, a), _fmt(k, b)] for k, (a, b) in result.headline.items()]
+    parts.append(table(["", "old", "new"], heads, "lrr"))
+    counts = [
+        ["regressed", num(len(result.regressed))], ["fixed", num(len(result.fixed))],
+        ["new", num(len(result.new))], ["gone", num(len(result.gone))],
+        ["unavailable now (environment or skip)", num(len(result.unavailable))],
+        ["still failing, other reason", num(len(result.changed))],
+    ]  # fmt: skip
+    parts.append(table(["change", "models"], counts, "lr"))
+    if not result.stages.empty:
+        srows = [[md(r.stage), num(r.fixed), num(r.regressed)] for r in result.stages.itertuples(index=False)]
+        parts += ["## Per stage", table(["stage", "fixed", "regressed"], srows, "lrr")]
+    for title, frame, kind in (
+        ("Regressed", result.regressed, "regressed"),
+        ("Fixed", result.fixed, "fixed"),
+        ("Unavailable now", result.unavailable, "unavailable"),
+        ("Still failing, other reason", result.changed, "changed"),
+        ("New models", result.new, "new"),
+        ("Gone models", result.gone, "gone"),
+    ):
+        headers, rows = _model_rows(frame, kind)
+        parts += [f"## {title}", long_table(headers, rows, "models")]
+    return "\n\n".join(parts) + "\n"
+
+
+def _fmt(key: str, value: object) -> str:
+    return num(value) if key == "models" else pct(value)  # type: ignore[arg-type]
