@@ -1,0 +1,132 @@
+"""``sweep publish OUT --to DIR | hf://datasets/ORG/NAME``.
+
+A folder gets everything a reader needs and nothing of this machine: report.md (and
+models.md for large sweeps), charts, summary.json, records.parquet, sweep.json and a
+dataset card (README.md) whose front matter points the Hub's viewer at the Parquet file.
+On the Hub, the records go up as a ``datasets`` dataset, the report files beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import UsageError
+from sweeper.report import commands
+from sweeper.report.escape import num, one_line, pct
+from sweeper.report.load import SWEEP_FILE, read_meta
+
+HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
+HUB_DATA_FILES = "data/train-*"
+REPORT_FILES = (commands.REPORT_FILE, commands.MODELS_FILE, commands.SUMMARY_FILE, commands.PARQUET_FILE, SWEEP_FILE)
+
+
+def publish_folder(out_dir: Path, dest: Path) -> str:
+    """Rebuild the report from the records and copy it, with a dataset card, to ``dest``."""
+    out_dir, dest = Path(out_dir), Path(dest)
+    if dest.resolve() == out_dir.resolve():
+        raise UsageError(f"--to must be another folder than the sweep folder {out_dir}")
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--to {dest} exists and is not a folder")
+    commands.write_report(out_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in REPORT_FILES:
+        if (out_dir / name).is_file():
+            shutil.copyfile(out_dir / name, dest / name)
+        else:
+            (dest / name).unlink(missing_ok=True)
+    charts = dest / commands.CHARTS_DIR
+    shutil.rmtree(charts, ignore_errors=True)
+    if (out_dir / commands.CHARTS_DIR).is_dir():
+        shutil.copytree(out_dir / commands.CHARTS_DIR, charts)
+    summary = json.loads((out_dir / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
+    (dest / "README.md").write_text(dataset_card(summary, read_meta(out_dir)), encoding="utf-8")
+    return str(dest)
+
+
+def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: str = commands.PARQUET_FILE) -> str:
+    """README.md for the published folder or Hub dataset (YAML front matter + prose);
+    ``data_files`` is where the records table lies in it."""
+    device = (meta.get("device") or {}).get("spec") or "unknown device"
+    source = meta.get("source") or {}
+    title = f"Model sweep on {device}"
+    if source.get("snapshot_date"):
+        title += f" ({source.get('name') or 'catalog'}, {source['snapshot_date']})"
+    o, c = summary["overview"], summary.get("coverage")
+    # JSON strings are valid YAML scalars, so outside text cannot break the front matter.
+    front = [
+        "---",
+        f"pretty_name: {json.dumps(one_line(title))}",
+        "tags: [sweeper, model-coverage, pytorch]",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        "  - split: train",
+        f"    path: {json.dumps(data_files)}",
+        "---",
+    ]
+    lines = [
+        f"# {one_line(title)}",
+        "",
+        f"One row per model tried by `sweeper` (sweep `{one_line(meta.get('sweep_id') or 'unknown')}`): "
+        "whether it loads, moves to the device, runs forward and backward and compiles, and what blocks it.",
+        "",
+        f"- models: {num(o['models'])}; device pass rate {pct(o['pass_rate'])} "
+        f"({num(o['passed'])} of {num(o['tested'])} tried on the device)",
+    ]
+    if c:
+        lines.append(f"- {pct(c['catalog_share'])} of the catalog's downloads run end to end")
+    lines += [
+        f"- full report: [{commands.REPORT_FILE}]({commands.REPORT_FILE}); machine-readable: "
+        f"[{commands.SUMMARY_FILE}]({commands.SUMMARY_FILE}); records: [{commands.PARQUET_FILE}]({commands.PARQUET_FILE})",
+        "",
+        "Columns: `key`, `model_id`, `rank`, `downloads`, `pipeline_tag`, `model_type`, `status` "
+        "(pass/fail/skip/timeout/crash/error), `category` (pass/fail/environment/skip), `reason_*` (first "
+        "blocker), `stage_*` (pass/fail/blocked/skip per stage), `blockers`, `fallback_ops`, "
+        "`graph_break_reasons`, `compile_problems`, `repro` (the command that reruns one model).",
+    ]
+    return "\n".join(front) + "\n\n" + "\n".join(lines) + "\n"
+
+
+def records_dataset(out_dir: Path) -> Any:
+    """The sweep's records as a ``datasets.Dataset`` (the records.parquet table)."""
+    import datasets
+    from datasets.table import InMemoryTable
+
+    from sweeper.report.export import to_arrow
+    from sweeper.report.load import read_sweep
+
+    return datasets.Dataset(InMemoryTable(to_arrow(read_sweep(Path(out_dir)))))
+
+
+def publish_hub(out_dir: Path, to: str) -> str:
+    """Push the records as a dataset to ``hf://datasets/ORG/NAME``, the report beside them."""
+    match = HUB_TARGET.match(to)
+    if not match:
+        raise UsageError(f"--to {to!r}: expected a folder or hf://datasets/ORG/NAME")
+    repo_id = f"{match.group(1)}/{match.group(2)}"
+    from huggingface_hub import HfApi, constants
+
+    dataset = records_dataset(out_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        publish_folder(out_dir, Path(tmp))
+        # push_to_hub stores the records under data/: the card must point there.
+        summary = json.loads((Path(tmp) / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
+        card = dataset_card(summary, read_meta(out_dir), data_files=HUB_DATA_FILES)
+        (Path(tmp) / "README.md").write_text(card, encoding="utf-8")
+        try:
+            dataset.push_to_hub(repo_id, commit_message="Sweep records")
+            HfApi().upload_folder(
+                folder_path=tmp,
+                repo_id=repo_id,
+                repo_type="dataset",
+                allow_patterns=["README.md", "*.md", "*.json", "charts/*.png"],
+                commit_message="Sweep report",
+            )
+        except (OSError, ValueError) as exc:  # HTTP errors subclass OSError in huggingface_hub
+            raise UsageError(f"could not publish to {to}: {one_line(exc, 300)}") from None
+    return f"{constants.ENDPOINT}/datasets/{repo_id}"
