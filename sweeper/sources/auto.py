@@ -1,0 +1,76 @@
+"""The ``auto`` source: the Hub when it answers, else the newest snapshot, else the zoo.
+
+The choice is made when the source is built, by a quick probe bounded by
+``cfg.hub_timeout`` (skipped entirely under ``HF_HUB_OFFLINE``), and ``describe()`` says
+what was chosen and why, so every report can tell which list of models it covers. If the
+Hub answered the probe but the full listing then fails, the fallback happens before the
+first ref is yielded and ``describe()`` is updated to say so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from sweeper.errors import UsageError
+from sweeper.records import ModelRef
+from sweeper.sources.base import Source, register_source
+from sweeper.sources.catalog import CatalogSource
+from sweeper.sources.hub import HubListingError, HubSource, probe, shown_endpoint
+from sweeper.sources.snapshots import newest_snapshot
+
+if TYPE_CHECKING:
+    from sweeper.config import SweepConfig
+
+
+class AutoSource:
+    """Delegates to the source it picked; ``describe`` adds ``chosen_by`` and ``why``."""
+
+    def __init__(self, cfg: SweepConfig) -> None:
+        self.cfg = cfg
+        start = time.monotonic()
+        problem = probe(cfg.hub_timeout)
+        if problem is None:
+            seconds = time.monotonic() - start
+            self.inner: Source = HubSource(cfg)
+            self.why = f"Hub answered at {shown_endpoint()} in {seconds:.2f} s"
+        else:
+            self.inner, self.why = _offline_choice(cfg, f"Hub unreachable ({problem})")
+
+    @property
+    def name(self) -> str:
+        """The name of the source actually used (hub, catalog or zoo)."""
+        return self.inner.name
+
+    def refs(self) -> Iterator[ModelRef]:
+        """The chosen source's refs; a Hub listing failure falls back before any ref."""
+        if isinstance(self.inner, HubSource):
+            try:
+                self.inner.fetch()
+            except HubListingError as exc:
+                self.inner, self.why = _offline_choice(self.cfg, f"Hub listing failed ({exc})")
+        yield from self.inner.refs()
+
+    def describe(self) -> dict[str, str]:
+        """The chosen source's description plus ``chosen_by: auto`` and ``why``."""
+        return {**self.inner.describe(), "chosen_by": "auto", "why": self.why}
+
+
+def _offline_choice(cfg: SweepConfig, problem: str) -> tuple[Source, str]:
+    """The newest saved snapshot, else the zoo; with the reason to record."""
+    snapshot = newest_snapshot()
+    if snapshot is not None:
+        return CatalogSource(snapshot, source_label="snapshot"), f"{problem}; newest saved snapshot {snapshot.name}"
+    from sweeper.sources.base import _REGISTRY
+    import sweeper.sources.registry  # noqa: F401  (registers zoo when it is installed)
+
+    if "zoo" not in _REGISTRY:
+        raise UsageError(f"no source available: {problem}; no saved snapshot; zoo source not installed")
+    return _REGISTRY["zoo"](cfg), f"{problem}; no saved snapshot"
+
+
+@register_source("auto")
+def auto_source(cfg: SweepConfig) -> AutoSource:
+    """The ``auto`` source (the default)."""
+    return AutoSource(cfg)

@@ -1,0 +1,303 @@
+"""A Hub-compatible HTTP server on loopback, for testing the Hub client without network.
+
+``HubServer`` serves the routes ``huggingface_hub`` and ``transformers`` use to list
+models, read model info and download files (see shared/notes/hub.md), from repos the
+test adds in memory. Routes live in a table (``server.route(method, pattern)``), so more
+can be added without touching the handler: ``hub_upload.py`` adds the dataset upload
+routes that ``push_to_hub`` needs.
+
+The ``hub_server`` fixture starts one per test and points the client at it; import it
+into a conftest or test module (``from hub_server import hub_server``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+
+Handler = Callable[["Request", "re.Match[str]"], None]
+# Files served through the large-file (LFS) path: a redirect plus X-Linked-* headers.
+LFS_SUFFIXES = (".safetensors", ".bin", ".parquet", ".pt", ".h5")
+_REPO = r"(?P<repo>[^/]+(?:/[^/]+)?)"
+_TYPE_PREFIX = r"(?:(?P<kind>datasets|spaces)/)?"
+
+
+@dataclass
+class Repo:
+    """One repo the server holds: its files at a single commit, and listing metadata."""
+
+    repo_id: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    repo_type: str = "model"
+    downloads: int = 0
+    likes: int = 0
+    pipeline_tag: str | None = None
+    library_name: str | None = None
+    tags: list[str] = field(default_factory=list)
+    # "auto"/"manual" like the Hub; a gated repo's files need one of ``granted`` tokens.
+    gated: str | bool = False
+    granted: set[str] = field(default_factory=set)
+    sha: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.sha:
+            self.recompute_sha()
+
+    def recompute_sha(self) -> None:
+        """A commit id that changes whenever the files change."""
+        digest = hashlib.sha1(self.repo_id.encode())
+        for name in sorted(self.files):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(self.files[name]).digest())
+        self.sha = digest.hexdigest()
+
+    def config(self) -> dict[str, Any] | None:
+        """The listing's ``config`` field (model_type, architectures) from config.json."""
+        raw = self.files.get("config.json")
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return {k: data[k] for k in ("model_type", "architectures", "auto_map") if k in data}
+
+    def info(self, *, full: bool) -> dict[str, Any]:
+        """The JSON the Hub answers for this repo (``full`` adds siblings)."""
+        out: dict[str, Any] = {
+            "_id": self.sha[:24], "id": self.repo_id, "author": self.repo_id.partition("/")[0] or None,
+            "sha": self.sha, "downloads": self.downloads, "likes": self.likes,
+            "pipeline_tag": self.pipeline_tag, "library_name": self.library_name, "tags": list(self.tags),
+            "private": False, "gated": self.gated, "disabled": False,
+            "createdAt": "2024-01-01T00:00:00.000Z", "lastModified": "2024-01-01T00:00:00.000Z",
+        }
+        config = self.config()
+        if config is not None:
+            out["config"] = config
+        if full:
+            out["siblings"] = [{"rfilename": name} for name in sorted(self.files)]
+        return out
+
+
+class Request:
+    """What a route handler sees: the parsed request and helpers to answer it."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler, server: HubServer) -> None:
+        self.handler = handler
+        self.server = server
+        self.method = handler.command
+        parts = urlsplit(handler.path)
+        self.path = parts.path
+        self.query = parse_qs(parts.query)
+        self.headers = handler.headers
+        length = int(handler.headers.get("Content-Length") or 0)
+        self.body = handler.rfile.read(length) if length else b""
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.headers.get('Host') or self.server.host_port}"
+
+    @property
+    def token(self) -> str | None:
+        auth = self.headers.get("Authorization") or ""
+        return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+
+    def json_body(self) -> Any:
+        return json.loads(self.body or b"null")
+
+    def send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        """Answer; every answer carries Content-Length so keep-alive stays in step."""
+        self.handler.send_response(status)
+        for key, value in (headers or {}).items():
+            self.handler.send_header(key, value)
+        self.handler.send_header("Content-Length", str(len(body)))
+        self.handler.end_headers()
+        if self.method != "HEAD":
+            self.handler.wfile.write(body)
+
+    def send_json(self, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        self.send(status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})
+
+    def error(self, status: int, code: str, message: str) -> None:
+        """An error the way the Hub sends it: X-Error-Code/X-Error-Message and a JSON body."""
+        headers = {"X-Error-Code": code, "X-Error-Message": message}
+        self.send_json({"error": message}, status=status, headers=headers)
+
+
+class HubServer:
+    """A threaded HTTP server on 127.0.0.1 (port chosen by the OS) serving fake repos."""
+
+    def __init__(self, *, page_size: int = 50) -> None:
+        self.page_size = page_size
+        self.repos: dict[tuple[str, str], Repo] = {}
+        self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        self.log: list[tuple[str, str, int]] = []  # (method, path, status) per request
+        self.auth_seen: list[str] = []  # Authorization headers received, to check tokens are sent
+        self.lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        from hub_routes import add_read_routes
+
+        add_read_routes(self)
+
+    def route(self, method: str, pattern: str) -> Callable[[Handler], Handler]:
+        """Decorator adding a handler for ``method`` and a full-path regex."""
+
+        def wrap(func: Handler) -> Handler:
+            self.routes.append((method, re.compile(pattern), func))
+            return func
+
+        return wrap
+
+    def add_repo(self, repo_id: str, files: dict[str, bytes] | None = None, **meta: Any) -> Repo:
+        """Add (or replace) a repo; ``meta`` sets Repo fields (downloads, gated, ...)."""
+        repo = Repo(repo_id=repo_id, files=dict(files or {}), **meta)
+        self.repos[(repo.repo_type, repo_id)] = repo
+        return repo
+
+    def add_folder(self, repo_id: str, folder: Path, **meta: Any) -> Repo:
+        """Add a repo holding every file under ``folder`` (e.g. a ``save_pretrained`` dir)."""
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        return self.add_repo(repo_id, files, **meta)
+
+    def get_repo(self, repo_type: str, repo_id: str) -> Repo | None:
+        return self.repos.get((repo_type, unquote(repo_id)))
+
+    @property
+    def host_port(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        """The endpoint to put in HF_ENDPOINT."""
+        return f"http://{self.host_port}"
+
+    def start(self) -> HubServer:
+        """Listen on a free loopback port in a daemon thread."""
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="hub-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> HubServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def dispatch(self, request: Request) -> None:
+        """Run the first route matching method and path; 404 otherwise."""
+        if auth := request.headers.get("Authorization"):
+            self.auth_seen.append(auth)
+        for method, pattern, func in self.routes:
+            if method == request.method and (match := pattern.fullmatch(unquote(request.path))):
+                func(request, match)
+                return
+        request.error(404, "NotFound", f"no route for {request.method} {request.path}")
+
+
+def _make_handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _any(self) -> None:
+            request = Request(self, server)
+            try:
+                server.dispatch(request)
+            except Exception as exc:  # a bug in a route must show up as a 500, not a hang
+                request.error(500, "ServerError", f"{type(exc).__name__}: {exc}")
+
+        do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _any
+
+        def send_response(self, code: int, message: str | None = None) -> None:
+            with server.lock:
+                server.log.append((self.command, self.path, code))
+            super().send_response(code, message)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            pass  # quiet: the test output is for the tests
+
+    return _Handler
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def point_client_at(url: str, monkeypatch: Any, hf_home: Path) -> None:
+    """Point huggingface_hub (and datasets, if loaded) at ``url`` with a fresh cache.
+
+    The client reads HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE into module constants when it
+    is imported, so setting the environment alone is not enough once it is loaded: the
+    constants, and the module-level ``HfApi`` behind ``huggingface_hub.list_models``, are
+    patched too. Everything is undone by ``monkeypatch`` after the test.
+    """
+    import sys
+
+    from huggingface_hub import constants, hf_api
+
+    hub_cache = hf_home / "hub"
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    patches = {
+        "ENDPOINT": url,
+        "HUGGINGFACE_CO_URL_TEMPLATE": url + "/{repo_id}/resolve/{revision}/{filename}",
+        "HF_HUB_OFFLINE": False,
+        "HF_HOME": str(hf_home),
+        "HF_HUB_CACHE": str(hub_cache),
+        "HF_ASSETS_CACHE": str(hf_home / "assets"),
+        "HF_TOKEN_PATH": str(hf_home / "token"),
+        "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
+        "HF_HUB_DISABLE_TELEMETRY": True,
+    }
+    for name, value in patches.items():
+        monkeypatch.setattr(constants, name, value, raising=False)
+    monkeypatch.setattr(hf_api.api, "endpoint", url)
+    datasets_config = sys.modules.get("datasets.config")
+    if datasets_config is not None:  # imported already: its import-time copies are stale
+        monkeypatch.setattr(datasets_config, "HF_ENDPOINT", url)
+        monkeypatch.setattr(datasets_config, "HUB_DATASETS_URL", url + "/datasets/{repo_id}/resolve/{revision}/{path}")
+        monkeypatch.setattr(datasets_config, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(datasets_config, "HF_DATASETS_OFFLINE", False, raising=False)
+
+
+def save_tiny_bert(folder: Path, **config_overrides: Any) -> Path:
+    """Save a tiny random BertForMaskedLM (safetensors) into ``folder``; returns it."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32, **config_overrides,
+    )
+    BertForMaskedLM(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
+    """A started ``HubServer`` with the Hub client pointed at it (online, fresh HF_HOME)."""
+    server = HubServer(page_size=3).start()
+    point_client_at(server.url, monkeypatch, tmp_path / "hf_home")
+    try:
+        yield server
+    finally:
+        server.stop()
