@@ -1,0 +1,159 @@
+"""Registration: makes ``trnsim`` a PrivateUse1 device of this process (once, idempotent).
+
+``ensure_registered`` renames PrivateUse1, installs hooks, the ``torch.trnsim`` module and
+``torch.accelerator`` shims, one kernel per aten overload, the special kernels, autocast
+and serialization support. ``rename_privateuse1_backend`` can only happen once per process,
+so a process that already named PrivateUse1 something else cannot host trnsim.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+import torch.utils.backend_registration as br
+
+from sweeper.devices.trnsim import kernels, refcells, special, state
+from sweeper.devices.trnsim.profile import Profile
+
+NAME = "trnsim"
+aten = torch.ops.aten
+_LOCK = threading.Lock()
+_DONE: dict[str, Any] = {}
+# Kept alive for the life of the process: dropping a Library deregisters its kernels.
+_LIBS: list[torch.library.Library] = []
+_REGISTERED: list[str] = []
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id: int) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    def type_(self) -> Any:
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def ensure_registered() -> None:
+    """Register the backend in this process (no-op after the first call)."""
+    with _LOCK:
+        if _DONE:
+            return
+        current = torch._C._get_privateuse1_backend_name()
+        if current not in ("privateuseone", NAME):
+            raise RuntimeError(f"PrivateUse1 is already named {current!r} in this process; trnsim needs its own")
+        from sweeper.devices.trnsim import module as devmod
+
+        if current != NAME:
+            torch.utils.rename_privateuse1_backend(NAME)
+            torch._register_device_module(NAME, devmod.TrnsimModule())
+            br.generate_methods_for_privateuse1_backend(for_storage=True)
+            torch._C._acc.register_python_privateuseone_hook(_Hooks())
+            torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+        devmod.install_accelerator_shims()
+        devmod.install_serialization()
+        devmod.install_printing()
+        _register_kernels()
+        from sweeper.devices.trnsim import autocast
+
+        autocast.register(_lib("AutocastPrivateUse1"))
+        apply_profile(state.active_profile())
+        _DONE["ok"] = True
+
+
+def apply_profile(profile: Profile) -> None:
+    """Make ``profile`` the one kernels and the compiler apply."""
+    state.use_profile(profile)
+    extra = [op for op in profile.listed_ops() if op not in _DONE.get("names", ())]
+    _register_profile_ops(extra)
+    kernels.apply_profile(profile, _REGISTERED)
+
+
+def _lib(key: str | None = None) -> torch.library.Library:
+    lib = torch.library.Library("aten" if key != "_" else "_", "IMPL")
+    _LIBS.append(lib)
+    return lib
+
+
+def _overload(name: str) -> torch._ops.OpOverload | None:
+    base, _, overload = name[len("aten::"):].partition(".")
+    packet = getattr(aten, base, None)
+    try:
+        return getattr(packet, overload or "default") if packet is not None else None
+    except AttributeError:
+        return None
+
+
+def _register_kernels() -> None:
+    """One generic kernel per aten overload that has a CPU kernel, then the special ones."""
+    lib = _lib()
+    specials = _special_kernels()
+    names: set[str] = set()
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::") or name in specials:
+            continue
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+            continue
+        op = _overload(name)
+        if op is None:
+            continue
+        lib.impl(op, kernels.make_kernel(op, name), "PrivateUse1")
+        names.add(name)
+    for name, fn in specials.items():
+        op = _overload(name)
+        if op is not None:
+            lib.impl(op, fn, "PrivateUse1")
+            names.add(name)
+    _REGISTERED.extend(sorted(names))
+    _DONE["names"] = names
+    lib.impl(aten._make_dual.default, special.refuse_forward_ad, "AutogradPrivateUse1")
+    anylib = _lib("_")
+    for key, feature in (("SparsePrivateUse1", "sparse"), ("SparseCsrPrivateUse1", "sparse"),
+                         ("NestedTensorPrivateUse1", "nested")):
+        try:
+            anylib.fallback(special.refuse_layout(feature), dispatch_key=key, with_keyset=False)
+        except (RuntimeError, TypeError):
+            pass  # torch builds without the key: nothing can reach it anyway
+
+
+def _special_kernels() -> dict[str, Any]:
+    table: dict[str, Any] = {
+        "aten::_copy_from": special.copy_from,
+        "aten::_copy_from_and_resize": special.copy_from_and_resize,
+        "aten::resize_": special.resize_,
+        "aten::set_": special.set_empty,
+        "aten::set_.source_Storage": special.set_storage,
+        "aten::convolution_overrideable": special.convolution_overrideable,
+        "aten::convolution_backward_overrideable": special.convolution_backward_overrideable,
+    }
+    for name, fn in refcells.REFERENCE.items():
+        table[name] = refcells.as_kernel(fn, name)
+    return table
+
+
+def _register_profile_ops(names: list[str]) -> None:
+    """Profile ops without a CPU kernel (composite) still get a kernel, so the whole op is
+    intercepted, checked and run on the host instead of silently decomposing."""
+    if not names:
+        return
+    lib = _lib()
+    done: set[str] = _DONE.setdefault("names", set())
+    for key in names:
+        base = key.split(".", 1)[0][len("aten::"):]
+        packet = getattr(aten, base)
+        for overload in packet.overloads():
+            full = f"aten::{base}" + ("" if overload == "default" else f".{overload}")
+            if full in done or not torch._C._dispatch_has_kernel_for_dispatch_key(full, "CompositeExplicitAutograd"):
+                continue
+            op = getattr(packet, overload)
+            lib.impl(op, kernels.make_kernel(op, full), "PrivateUse1")
+            done.add(full)
+            _REGISTERED.append(full)

@@ -1,0 +1,109 @@
+"""Kernels that cannot be the generic one: copies across devices, resize, set_, and the
+accelerator-only entry points PyTorch calls for a PrivateUse1 device (convolution)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from sweeper.devices.trnsim import kernels, state, storage
+from sweeper.devices.trnsim.errors import UnsupportedFeatureError
+
+aten = torch.ops.aten
+Tensor = torch.Tensor
+_CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def _host(t: Tensor) -> Tensor:
+    return t if t.is_cpu else storage.cpu_view(t)
+
+
+def copy_from(self: Tensor, dst: Tensor, non_blocking: bool = False) -> Tensor:
+    """``dst.copy_(self)`` where either side is trnsim: one host memcpy."""
+    _count("aten::_copy_from")
+    if not dst.is_cpu and dst.dtype not in kernels.ALLOWED_DTYPES:
+        kernels.refuse_dtype("aten::_copy_from", dst.dtype)
+    _host(dst).copy_(_host(self))
+    return dst
+
+
+def copy_from_and_resize(self: Tensor, dst: Tensor) -> Tensor:
+    """Resize ``dst`` to ``self``'s shape, then copy."""
+    _count("aten::_copy_from_and_resize")
+    if dst.shape != self.shape:
+        dst.resize_(self.shape)
+    _host(dst).copy_(_host(self))
+    return dst
+
+
+def resize_(self: Tensor, size: Any, memory_format: Any = None) -> Tensor:
+    """Grow into a fresh host allocation when needed, keeping the old contents."""
+    _count("aten::resize_")
+    numel = 1
+    for s in size:
+        numel *= int(s)
+    need = (self.storage_offset() + numel) * self.element_size()
+    if need > self.untyped_storage().nbytes():
+        fresh = torch.empty(self.storage_offset() + numel, dtype=self.dtype)
+        old = _host(self)
+        if old.numel():
+            fresh.view(-1)[self.storage_offset():self.storage_offset() + old.numel()].copy_(old.reshape(-1))
+        storage.repoint(self, fresh)
+    strides = torch.empty(size, device="meta").stride() if memory_format is None else \
+        torch.empty(size, device="meta", memory_format=memory_format).stride()
+    return aten.set_.source_Storage_storage_offset.redispatch(
+        _CPU_KEYS, self, self.untyped_storage(), self.storage_offset(), list(size), strides)
+
+
+def set_empty(self: Tensor) -> Tensor:
+    """``t.set_()``: an empty trnsim storage."""
+    return storage.repoint(self, torch.empty(0, dtype=self.dtype))
+
+
+def set_storage(self: Tensor, source: Any) -> Tensor:
+    """``t.set_(storage)``: view the whole storage as a flat tensor."""
+    n = source.nbytes() // self.element_size()
+    return aten.set_.source_Storage_storage_offset.redispatch(_CPU_KEYS, self, source, 0, [n], [1])
+
+
+def convolution_overrideable(inp: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+                             dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Tensor:
+    """PyTorch routes convolutions on PrivateUse1 here; the host convolution computes it."""
+    _count("aten::convolution_overrideable")
+    return kernels.host_call(aten.convolution.default, "aten::convolution_overrideable",
+                             inp, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+def convolution_backward_overrideable(grad: Tensor, inp: Tensor, weight: Tensor, stride: Any, padding: Any,
+                                      dilation: Any, transposed: bool, output_padding: Any, groups: int,
+                                      output_mask: Any) -> Any:
+    """Backward of ``convolution_overrideable`` through the host's ``convolution_backward``."""
+    _count("aten::convolution_backward_overrideable")
+    bias_sizes = [weight.size(1) * groups if transposed else weight.size(0)]
+    return kernels.host_call(aten.convolution_backward.default, "aten::convolution_backward_overrideable",
+                             grad, inp, weight, bias_sizes, stride, padding, dilation, transposed,
+                             output_padding, groups, output_mask)
+
+
+def refuse_forward_ad(*args: Any, **kwargs: Any) -> Any:
+    """``_make_dual`` on trnsim: forward-mode AD is a feature the profile may turn off."""
+    if not state.active_profile().allows("forward_ad"):
+        state.refuse(UnsupportedFeatureError("forward-mode AD (make_dual / jvp) is not supported by trnsim",
+                                             op="aten::_make_dual", feature="forward_ad"))
+    with torch._C._AutoDispatchBelowAutograd():
+        return aten._make_dual.default(*args, **kwargs)
+
+
+def refuse_layout(feature: str) -> Any:
+    """A boxed fallback for the sparse / nested dispatch keys of the device."""
+
+    def fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedFeatureError(f"{op}: trnsim has no {feature} tensors", op=str(op), feature=feature)
+
+    return fallback
+
+
+def _count(name: str) -> None:
+    if state.STATE.recordings:
+        state.note_op(name)
