@@ -41,6 +41,10 @@ def code(text: object, limit: int | None = None) -> str:
     s = one_line(text, limit)
     if not s:
         return ""
+    if "<" in s or ">" in s:
+        # Literal in a code span per CommonMark, but not every renderer agrees: use an
+        # HTML code element around fully escaped text so no tag ever reaches the page.
+        return f"<code>{md(s)}</code>"
     longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") else ""

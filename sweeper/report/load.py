@@ -25,7 +25,7 @@ _ENV = {k.value for k in ENVIRONMENT_KINDS}
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message",
-    "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
+    "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
 ]  # fmt: skip
 
 
@@ -125,7 +125,9 @@ def build(raws: list[dict], *, meta: dict[str, Any] | None = None, skipped_lines
         rows.append(row)
         key = row["key"]
         if row["status"] != "pass":
-            for b in _blockers(raw):
+            found = _blockers(raw)
+            row["blocker_count"] = len(found)
+            for b in found:
                 blockers.append((key, b.get("kind") or "unknown", b.get("op"), b.get("message") or ""))
         for op, calls in (raw.get("fallback_ops") or {}).items():
             fallbacks.append((key, str(op), int(calls or 0)))
@@ -183,6 +185,7 @@ def _model_row(raw: dict, stages: list[str]) -> dict[str, Any]:
         "reason_kind": kind,
         "reason_op": reason.get("op"),
         "reason_message": reason.get("message") or "",
+        "blocker_count": 0,
         "weights": raw.get("weights"),
         "dtype": raw.get("dtype"),
         "device": raw.get("device"),

@@ -140,8 +140,8 @@ def stage_marks(row: Any, stages: list[str]) -> list[str]:
     return [MARKS.get(getattr(row, f"stage_{s}") or "", "—") for s in stages]
 
 
-def reason_cell(kind: Any, op: Any, message: Any) -> str:
-    """``kind`` + op + the message, escaped and cut short."""
+def reason_cell(kind: Any, op: Any, message: Any, more: int = 0) -> str:
+    """``kind`` + op + the message, escaped and cut short; ``more`` other blockers noted."""
     if not isinstance(kind, str):
         return ""
     parts = [md(kind)]
@@ -149,7 +149,8 @@ def reason_cell(kind: Any, op: Any, message: Any) -> str:
         parts.append(code(op))
     text = " ".join(parts)
     msg = one_line(message)
-    return f"{text}: {md(msg, MESSAGE_CHARS)}" if msg else text
+    text = f"{text}: {md(msg, MESSAGE_CHARS)}" if msg else text
+    return text + (f" (+{more} more blocker{'s' if more > 1 else ''})" if more > 0 else "")
 
 
 def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link: bool) -> str:
@@ -160,7 +161,7 @@ def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link
         dl = [compact(r.downloads if not pd.isna(r.downloads) else None)] if weighted else []
         rows.append(
             [num(None if pd.isna(r.rank) else r.rank), model_link(r.model_id, link=link), *dl,
-             *stage_marks(r, stages), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message),
+             *stage_marks(r, stages), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message, r.blocker_count - 1),
              code(r.repro)]  # fmt: skip
         )
     legend = "✅ pass · ❌ fail · ⛔ blocked by an earlier stage · ⏭ skipped · — not recorded"

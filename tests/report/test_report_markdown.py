@@ -1,0 +1,139 @@
+"""report.md as a reader sees it: headline figures, sections apart, roadmap, escaping."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from report_factory import meta, reason, record, write_sweep
+
+from sweeper.report.commands import write_report
+
+
+def sweep_records() -> list:
+    """A small sweep with every kind of outcome."""
+    return [
+        record("org/pass-a", 1, 4000),
+        record("org/up", 2, 2000, "fail", fail_at="forward", model_type="vit", task="image-classification",
+               blockers=[reason("unsupported_op", "aten::upsample_bilinear2d")]),
+        record("org/up-lstm", 3, 1500, "fail", fail_at="forward",
+               blockers=[reason("unsupported_op", "aten::upsample_bilinear2d"),
+                         reason("unsupported_op", "aten::_thnn_fused_lstm_cell")]),
+        record("org/lstm-dtype", 4, 1000, "fail", fail_at="forward",
+               blockers=[reason("unsupported_op", "aten::_thnn_fused_lstm_cell"), reason("unsupported_dtype")]),
+        record("org/gated", 5, 10000, "skip", blockers=[reason("gated")]),
+        record("org/remote", 6, 500, "error", blockers=[reason("remote_code")]),
+        record("org/skipped", 7, 300, "skip", blockers=[reason("input_synthesis")]),
+        record("org/pass-b", 8, 700, fallback_ops={"aten::nonzero": 4}),
+        record("org/breaks", 9, 100, "fail", fail_at="compile", blockers=[reason("graph_break", None, "b")],
+               graph_breaks=1, graph_break_reasons=["data-dependent op nonzero"]),
+    ]  # fmt: skip
+
+
+def section(text: str, title: str) -> str:
+    """The body of one ``## title`` section."""
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else None]
+
+
+def report_for(tmp_path: Path, records: list, sweep: dict | None = None) -> str:
+    write_sweep(tmp_path / "out", records, sweep)
+    return write_report(tmp_path / "out", charts=False).read_text()
+
+
+def test_headline_counts_only_models_tried_on_the_device(tmp_path: Path) -> None:
+    text = report_for(tmp_path, sweep_records())
+    # 4,700 of 20,100 downloads pass; gated/remote/skipped (10,800) are not device failures.
+    assert "**23.4% of this catalog's downloads run end to end on trnsim**" in text
+    assert "(50.5% of the downloads of models tried on the device)" in text
+    assert "**Device pass rate: 33.3%** (2 of 6 models tried on the device" in text
+    not_device = section(text, "Not device failures")
+    assert "| environment | gated | 1 | 10.0k |" in not_device
+    assert "| environment | remote\\_code | 1 | 500 |" in not_device
+    assert "| skip | input\\_synthesis | 1 | 300 |" in not_device
+    reasons = section(text, "Top reasons")
+    assert "gated" not in reasons and "remote" not in reasons
+
+
+def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
+    text = report_for(tmp_path, sweep_records())
+    roadmap = section(text, "Op-lowering roadmap")
+    rows = [line for line in roadmap.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert rows[0].startswith("| 1 | `aten::upsample_bilinear2d` | unsupported\\_op | 2 | 3.5k | 1 | 2.0k |")
+    # Blocks 2,500 downloads but frees none: its only other model also needs a dtype.
+    assert rows[1].startswith("| 2 | `aten::_thnn_fused_lstm_cell` | unsupported\\_op | 2 | 2.5k | 0 | 0 |")
+    plan = roadmap[roadmap.index("### Lowering plan") :]
+    assert "| 1 | `aten::upsample_bilinear2d` | 1 | 2.0k | 33.3% |" in plan
+    assert "| 2 | `aten::_thnn_fused_lstm_cell` | 1 | 1.5k | 40.8% |" in plan
+    assert "reaches at most 40.8%" in plan
+
+
+def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
+    text = report_for(tmp_path, sweep_records())
+    assert "| `aten::nonzero` | 1 | 700 | 4 | [org/pass-b](https://huggingface.co/org/pass-b) |" in text
+    assert "| data-dependent op nonzero | 1 | 100 |" in section(text, "Compile graph breaks")
+    assert "| vit | 1 | 1 | 0 | 0.0% | 0 | 2.0k | 0.0% |" in section(text, "By model type")
+    assert "| image-classification | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
+
+
+def test_model_table_marks_stages_and_repro(tmp_path: Path) -> None:
+    text = report_for(tmp_path, sweep_records())
+    models = section(text, "Models")
+    assert "<details>" in models
+    row = next(line for line in models.splitlines() if "org/up-lstm" in line and line.startswith("| 3 "))
+    assert "| ✅ | ✅ | ❌ | ⛔ | ⛔ | fail |" in row
+    assert row.endswith("| `sweep one org/up-lstm --device trnsim --weights tiny` |")
+
+
+def cells(line: str) -> int:
+    """Cells of a table row as GFM splits it (an escaped pipe does not split)."""
+    return len(re.findall(r"(?<!\\)\|", line)) - 1
+
+
+def test_hostile_ids_and_messages_cannot_break_the_markdown(tmp_path: Path) -> None:
+    nasty = "a|b`c<script>alert(1)</script>\n## injected\r\n[x](javascript:y) $x$ *e*"
+    recs = [
+        record("org/ok", 1, 10),
+        record("evil|id`<img src=x>", 2, 5, "fail", fail_at="forward",
+               blockers=[reason("unsupported_op", "aten::x|`y`", nasty)], graph_break_reasons=[nasty]),
+    ]  # fmt: skip
+    text = report_for(tmp_path, recs)
+    assert "<script>" not in text and "<img" not in text
+    assert "\n## injected" not in text
+    assert "[x](javascript:" not in text and "\\[x\\](javascript:y)" in text
+    for block in re.split(r"\n\s*\n", text):
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        if rows:
+            assert len({cells(r) for r in rows}) == 1, rows
+
+
+def test_without_downloads_weighted_figures_are_omitted(tmp_path: Path) -> None:
+    recs = [record("bert", 1, None), record("lstm", 2, None, "fail", fail_at="forward",
+                                              blockers=[reason("unsupported_op", "aten::lstm")])]  # fmt: skip
+    text = report_for(tmp_path, recs, meta(source={"name": "zoo"}))
+    assert "download-weighted figures are omitted" in text
+    assert "catalog's downloads" not in text
+    assert "downloads blocked" not in text
+    assert "**Device pass rate: 50.0%**" in text
+    assert "huggingface.co" not in text  # zoo ids are not Hub repos
+
+
+def test_notes_for_unfinished_sweep_and_first_blocker_only(tmp_path: Path) -> None:
+    sweep = meta(config={"stages": ["load", "forward"], "collect_all": False})
+    del sweep["ended"]
+    text = report_for(tmp_path, [record("m", 1, 1, stages=["load", "forward"])], sweep)
+    assert "The sweep did not finish" in text
+    assert "roadmap figures of what one op frees are upper bounds" in text
+    assert "| load | 1 | 0 | 0 | 0 | 0 | 100.0% |" in text
+    assert "| backward |" not in text
+
+
+@pytest.mark.parametrize("limit", [1000])
+def test_large_sweeps_put_the_full_table_in_models_md(tmp_path: Path, limit: int) -> None:
+    recs = [record(f"org/m{i}", i, 10_000 - i) for i in range(1, limit + 3)]
+    text = report_for(tmp_path, recs)
+    assert f"The first 1,000 of {limit + 2:,} models; all of them: [models.md](models.md)" in text
+    full = (tmp_path / "out" / "models.md").read_text()
+    assert f"org/m{limit + 2}" in full and f"org/m{limit + 2}" not in text
