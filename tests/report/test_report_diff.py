@@ -1,0 +1,81 @@
+"""``sweep diff OLD NEW``: the Markdown a scheduled job posts and its exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from report_factory import meta, reason, record, write_sweep
+from test_report_markdown import section
+
+from sweeper.errors import UsageError
+from sweeper.report.commands import diff_command
+
+OP = "unsupported_op"
+
+
+def sweeps(tmp_path: Path, *, regress: bool = True) -> tuple[Path, Path]:
+    old = [
+        record("a/fixed", 1, 1000, "fail", fail_at="forward", blockers=[reason(OP, "aten::x")]),
+        record("a/regressed", 2, 900),
+        record("a/stage", 3, 800, "fail", fail_at="compile", blockers=[reason("compile_error")]),
+        record("a/gone", 4, 700),
+        record("a/gated-now", 5, 600),
+        record("a/other", 6, 500, "fail", fail_at="forward", blockers=[reason(OP, "aten::x")]),
+    ]
+    new = [
+        record("a/fixed", 1, 1000),
+        record("a/regressed", 2, 900, "fail", fail_at="forward", blockers=[reason(OP, "aten::y")])
+        if regress
+        else record("a/regressed", 2, 900),
+        record("a/stage", 3, 800, "fail", fail_at="backward", blockers=[reason("numerics")])
+        if regress
+        else record("a/stage", 3, 800, "fail", fail_at="compile", blockers=[reason("compile_error")]),
+        record("a/gated-now", 5, 600, "skip", blockers=[reason("gated")]),
+        record("a/other", 6, 500, "fail", fail_at="forward", blockers=[reason(OP, "aten::z")]),
+        record("a/new", 7, 100),
+    ]
+    return write_sweep(tmp_path / "old", old), write_sweep(tmp_path / "new", new)
+
+
+def test_diff_sorts_models_into_fixed_regressed_new_gone(tmp_path: Path) -> None:
+    old, new = sweeps(tmp_path)
+    text, code = diff_command(old, new, fail_on_regression=False)
+    assert code == 0
+    assert (new / "diff.md").read_text() == text
+    assert "| regressed | 2 |" in text and "| fixed | 1 |" in text
+    assert "| new | 1 |" in text and "| gone | 1 |" in text
+    regressed = section(text, "Regressed")
+    assert "a/regressed](https://huggingface.co/a/regressed) | forward | pass | fail: unsupported\\_op `aten::y` |" in regressed
+    # Still failing, but a stage that used to pass (backward) now fails: a regression.
+    assert "a/stage](https://huggingface.co/a/stage) | backward | fail: compile\\_error | fail: numerics |" in regressed
+    assert "a/fixed" in section(text, "Fixed")
+    assert "a/new" in section(text, "New models") and "a/gone" in section(text, "Gone models")
+    assert "a/other" in section(text, "Still failing, other reason")
+    # Gated now is not the device's fault: listed apart, not a regression.
+    assert "a/gated-now" in section(text, "Unavailable now") and "a/gated-now" not in regressed
+    assert "| backward | 1 | 2 |" in section(text, "Per stage")
+
+
+def test_fail_on_regression_sets_the_exit_code(tmp_path: Path) -> None:
+    old, new = sweeps(tmp_path)
+    assert diff_command(old, new, fail_on_regression=True)[1] == 1
+    calm_old, calm_new = sweeps(tmp_path / "calm", regress=False)
+    text, code = diff_command(calm_old, calm_new, fail_on_regression=True)
+    assert code == 0
+    assert "| regressed | 0 |" in text and "_No models._" in section(text, "Regressed")
+
+
+def test_diff_warns_when_the_setups_differ(tmp_path: Path) -> None:
+    old = write_sweep(tmp_path / "old", [record("m", 1, 1)], meta())
+    changed = meta(device={"spec": "cuda", "profile": {"name": "p", "hash": "different"}})
+    new = write_sweep(tmp_path / "new", [record("m", 1, 1)], changed)
+    text, _ = diff_command(old, new, fail_on_regression=True)
+    assert "The sweeps differ in device: trnsim → cuda." in text
+    assert "The device profile changed: 9f3c2a1b → different." in text
+
+
+def test_diff_of_a_missing_sweep_is_a_usage_error(tmp_path: Path) -> None:
+    _, new = sweeps(tmp_path)
+    with pytest.raises(UsageError, match="does not exist"):
+        diff_command(tmp_path / "nope", new, fail_on_regression=True)

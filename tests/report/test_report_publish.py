@@ -1,0 +1,61 @@
+"""``sweep publish``: a self-contained folder, and the records as a ``datasets`` dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from report_factory import record, write_sweep
+from test_report_markdown import sweep_records
+
+from sweeper.errors import UsageError
+from sweeper.report.commands import publish
+from sweeper.report.publish import records_dataset
+
+
+def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:
+    out = write_sweep(tmp_path / "out", sweep_records())
+    where = publish(out, str(tmp_path / "site"))
+    site = Path(where)
+    names = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    assert names == [
+        "README.md",
+        "charts/coverage_vs_rank.png",
+        "charts/pass_rate_by_stage.png",
+        "charts/top_blockers.png",
+        "records.parquet",
+        "report.md",
+        "summary.json",
+        "sweep.json",
+    ]
+    card = (site / "README.md").read_text()
+    assert card.startswith('---\npretty_name: "Model sweep on trnsim (catalog, 2025-03-21)"\n')
+    assert '    path: "records.parquet"' in card
+    assert "23.4% of the catalog's downloads run end to end" in card
+    report = (site / "report.md").read_text()
+    for link in ("charts/pass_rate_by_stage.png", "charts/top_blockers.png"):
+        assert f"]({link})" in report and (site / link).is_file()
+
+
+def test_publish_refuses_its_own_folder_and_bad_hub_targets(tmp_path: Path) -> None:
+    out = write_sweep(tmp_path / "out", [record("m", 1, 1)])
+    with pytest.raises(UsageError, match="another folder"):
+        publish(out, str(out))
+    with pytest.raises(UsageError, match="hf://datasets/ORG/NAME"):
+        publish(out, "hf://models/org/name")
+
+
+def test_records_dataset_round_trips_through_save_to_disk(tmp_path: Path) -> None:
+    import datasets
+
+    out = write_sweep(tmp_path / "out", sweep_records())
+    records_dataset(out).save_to_disk(str(tmp_path / "ds"))
+    back = datasets.load_from_disk(str(tmp_path / "ds"))
+    assert back.num_rows == 9
+    rows = {r["key"]: r for r in back}
+    assert [b["op"] for b in rows["org/up-lstm"]["blockers"]] == [
+        "aten::upsample_bilinear2d",
+        "aten::_thnn_fused_lstm_cell",
+    ]
+    assert rows["org/pass-b"]["fallback_ops"] == [{"op": "aten::nonzero", "calls": 4}]
+    assert rows["org/gated"]["category"] == "environment" and rows["org/gated"]["downloads"] == 10000
