@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -183,7 +184,7 @@ class HubServer:
         """Listen on a free loopback port in a daemon thread."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="hub-server", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="hub-server", daemon=True)
         self._thread.start()
         return self
 
@@ -301,3 +302,20 @@ def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubS
         yield server
     finally:
         server.stop()
+
+
+def populate(server: HubServer, count: int = 7) -> None:
+    """``count`` models with distinct downloads; some say their type by config, some by tag."""
+    for i in range(count):
+        files = {"config.json": json.dumps({"model_type": "gpt2"}).encode()} if i % 2 == 0 else {"README.md": b"x"}
+        server.add_repo(
+            f"org/model-{i}", files, downloads=1000 - i * 10, pipeline_tag="text-generation" if i % 2 else None,
+            library_name="transformers", tags=["transformers", "pytorch", "bert", "region:us"],
+        )
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -113,6 +113,7 @@ class HubSource:
 
     def __init__(self, cfg: SweepConfig, *, limit: int | None = None, save: bool = True) -> None:
         self.limit = limit if limit is not None else listing_limit(cfg)
+        self.hub_timeout = cfg.hub_timeout
         self.save = save
         self._refs: list[ModelRef] | None = None
         self._snapshot: Path | None = None
@@ -123,6 +124,11 @@ class HubSource:
         if self._refs is None:
             if hub_offline():
                 raise HubListingError("the Hub source needs network, but HF_HUB_OFFLINE is set")
+            # The listing client retries connection errors for ~20 s; a quick probe first
+            # makes an unreachable Hub fail fast and with a clear reason.
+            problem = probe(self.hub_timeout)
+            if problem is not None:
+                raise HubListingError(f"Hub unreachable ({problem})")
             start = time.monotonic()
             try:
                 refs = list(_list_refs(self.limit))
