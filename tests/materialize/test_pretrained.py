@@ -1,0 +1,151 @@
+"""Pretrained weights and Hub configs from the loopback Hub: the real client, real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from hub_server import HubServer, closed_port, hub_server, save_tiny_bert, sha256_hex  # noqa: F401  (fixture)
+from transformers import AutoModelForMaskedLM, BertForMaskedLM
+
+from sweeper.config import SweepConfig
+from sweeper.errors import RemoteCodeError
+from sweeper.materialize.pretrained import (
+    HubUnreachableError,
+    UnsafeWeightsError,
+    _hub_errors,
+    fetch_config,
+    load_pretrained,
+)
+from sweeper.records import ModelRef, ReasonKind
+
+CFG = SweepConfig(weights="pretrained")
+TOKEN = "hf_grantedLoopbackToken42"
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def ref(model_id: str, revision: str | None = None) -> ModelRef:
+    return ModelRef(model_id, rank=1, revision=revision)
+
+
+def fetched(server: HubServer, suffix: str) -> list[str]:
+    return [path for method, path, _ in server.log if method == "GET" and path.endswith(suffix)]
+
+
+def test_loads_served_weights_at_the_pinned_commit(hub_server: HubServer, bert_folder: Path) -> None:
+    repo = hub_server.add_folder("org/tiny-bert", bert_folder)
+    model = load_pretrained(ref("org/tiny-bert"), CFG, BertForMaskedLM)
+    local = BertForMaskedLM.from_pretrained(bert_folder)
+    ids = torch.tensor([[1, 5, 7, 2]])
+    torch.testing.assert_close(model(input_ids=ids).logits, local(input_ids=ids).logits)
+    # Weights came through the large-file path at the commit model_info named.
+    assert any(f"/resolve/{repo.sha}/model.safetensors" in p for m, p, _ in hub_server.log if m == "HEAD")
+    assert fetched(hub_server, "/_lfs/" + sha256_hex(repo.files["model.safetensors"]))
+
+
+def test_auto_head_class_and_explicit_revision(hub_server: HubServer, bert_folder: Path) -> None:
+    repo = hub_server.add_folder("tiny-bert", bert_folder)  # an old-style id without org
+    model = load_pretrained(ref("tiny-bert", repo.sha), CFG, AutoModelForMaskedLM)
+    assert type(model).__name__ == "BertForMaskedLM"
+    assert f"/api/models/tiny-bert/revision/{repo.sha}" in [p for _, p, _ in hub_server.log]
+
+
+def test_fetch_config(hub_server: HubServer, bert_folder: Path) -> None:
+    hub_server.add_folder("org/tiny-bert", bert_folder)
+    hub_server.add_repo("org/diffusers-thing", {"model_index.json": b"{}"})
+    config = fetch_config(ref("org/tiny-bert"), CFG)
+    assert config is not None and config["model_type"] == "bert" and config["hidden_size"] == 16
+    assert fetch_config(ref("org/diffusers-thing"), CFG) is None
+    assert not fetched(hub_server, ".safetensors")  # a config never pulls weights
+
+
+def test_gated_repo(hub_server: HubServer, bert_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hub_server.add_folder("org/gated", bert_folder, gated="manual", granted={TOKEN})
+    with pytest.raises(GatedRepoError):
+        load_pretrained(ref("org/gated"), CFG, BertForMaskedLM)
+    with pytest.raises(GatedRepoError):
+        fetch_config(ref("org/gated"), CFG)
+    monkeypatch.setenv("HF_TOKEN", "hf_someoneElsesToken")
+    with pytest.raises(GatedRepoError):  # a token without access: 403, still gated
+        fetch_config(ref("org/gated"), CFG)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert isinstance(load_pretrained(ref("org/gated"), CFG, BertForMaskedLM), BertForMaskedLM)
+
+
+def test_missing_repo_and_revision(hub_server: HubServer, bert_folder: Path) -> None:
+    hub_server.add_folder("org/tiny-bert", bert_folder)
+    with pytest.raises(RepositoryNotFoundError) as info:
+        load_pretrained(ref("org/does-not-exist"), CFG, BertForMaskedLM)
+    assert not isinstance(info.value, GatedRepoError)
+    with pytest.raises(RepositoryNotFoundError):
+        fetch_config(ref("org/does-not-exist"), CFG)
+    with pytest.raises(RevisionNotFoundError):
+        load_pretrained(ref("org/tiny-bert", "0" * 40), CFG, BertForMaskedLM)
+
+
+def test_remote_code_refused_before_any_weights(hub_server: HubServer, bert_folder: Path) -> None:
+    config = json.loads((bert_folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModel": "modeling_custom.CustomModel"}
+    files = {"config.json": json.dumps(config).encode(), "modeling_custom.py": b"raise SystemExit('ran remote code')"}
+    files["model.safetensors"] = (bert_folder / "model.safetensors").read_bytes()
+    hub_server.add_repo("org/custom", files)
+    with pytest.raises(RemoteCodeError, match="needs trust_remote_code") as info:
+        load_pretrained(ref("org/custom"), CFG, AutoModelForMaskedLM)
+    assert info.value.reason_kind is ReasonKind.REMOTE_CODE
+    with pytest.raises(RemoteCodeError):
+        fetch_config(ref("org/custom"), CFG)
+    assert fetch_config(ref("org/custom"), CFG.replace(trust_remote_code=True))["auto_map"]  # type: ignore[index]
+    assert not fetched(hub_server, ".safetensors") and not fetched(hub_server, ".py")
+
+
+def test_pickled_weights_are_never_loaded(hub_server: HubServer, bert_folder: Path) -> None:
+    hub_server.add_repo("org/pickled", {"config.json": (bert_folder / "config.json").read_bytes(),
+                                        "pytorch_model.bin": b"not even read"})
+    with pytest.raises(UnsafeWeightsError) as info:
+        load_pretrained(ref("org/pickled"), CFG, BertForMaskedLM)
+    assert info.value.reason_kind is ReasonKind.DOWNLOAD
+    assert not fetched(hub_server, ".bin")
+
+
+def test_unreachable_hub(hub_server: HubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    with pytest.raises(HubUnreachableError) as info:
+        load_pretrained(ref("org/anything"), CFG, BertForMaskedLM)
+    assert info.value.reason_kind is ReasonKind.DOWNLOAD and "\n" not in str(info.value)
+
+
+def test_offline_uses_the_cache_and_reports_what_is_missing(
+    hub_server: HubServer, bert_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = hub_server.add_folder("org/tiny-bert", bert_folder)
+    load_pretrained(ref("org/tiny-bert", repo.sha), CFG, BertForMaskedLM)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    hub_server.log.clear()
+    assert isinstance(load_pretrained(ref("org/tiny-bert", repo.sha), CFG, BertForMaskedLM), BertForMaskedLM)
+    assert hub_server.log == []
+    with pytest.raises(EntryNotFoundError):
+        fetch_config(ref("org/never-downloaded"), CFG)
+
+
+def test_wrapped_hub_errors_come_out_unwrapped() -> None:
+    original = LocalEntryNotFoundError("config.json is not in the cache")
+    with pytest.raises(LocalEntryNotFoundError) as info, _hub_errors(ref("org/x")):
+        raise OSError("transformers says: could not load") from original
+    assert info.value is original
+    with pytest.raises(ValueError), _hub_errors(ref("org/x")):  # unrelated errors pass through
+        raise ValueError("bad config value")
