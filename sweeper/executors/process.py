@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweeper.executors.base import CheckFn, OnRecord
-from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot
+from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot, memory_limit_mb
 from sweeper.records import ModelRef
 
 if TYPE_CHECKING:
@@ -48,8 +48,9 @@ class ProcessExecutor:
         """Call ``on_record`` once per ref, in completion order."""
         self._close_slots()
         n = default_workers(cfg)
+        local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, n))
         self.slots = [
-            WorkerSlot(cfg, check, workdir=self.workdir, index=i, num_threads=threads_per_worker(cfg)) for i in range(n)
+            WorkerSlot(local, check, workdir=self.workdir, index=i, num_threads=threads_per_worker(cfg)) for i in range(n)
         ]
         pending: Iterator[ModelRef] = iter(refs)
         exhausted = False

@@ -219,6 +219,14 @@ class WorkerSlot:
         self.job = None
 
 
+def memory_limit_mb(cfg: Any, workers_on_node: int) -> int:
+    """``--memory-limit-mb``, else an even share of 80% of this machine's memory per worker."""
+    if cfg.memory_limit_mb:
+        return int(cfg.memory_limit_mb)
+    total = psutil.virtual_memory().total / MIB
+    return max(1024, int(total * 0.8 / max(1, workers_on_node)))
+
+
 def _signal_name(num: int) -> str:
     with contextlib.suppress(ValueError):
         return signal.Signals(num).name

@@ -91,18 +91,26 @@ def leaks(before: dict[str, int], after: dict[str, int]) -> list[str]:
 
 
 class TorchDefaults:
-    """The global torch settings a model may change, captured once and restored after each."""
+    """The global torch settings a model may change, restored after each model.
+
+    Captured at worker start when torch is already imported (the device's set-up may have
+    chosen them); otherwise torch's own defaults, since the first model to import torch
+    may already have changed them by the time the worker looks.
+    """
 
     def __init__(self, num_threads: int) -> None:
         self.num_threads = num_threads
-        self.captured = False
+        self.dtype_name = "float32"
+        self.deterministic = False
+        self.cudnn = (False, False)
+        self.matmul_precision = "highest"
 
     def capture(self) -> None:
+        """Take the current settings as the ones to restore (call before any model runs)."""
         torch = sys.modules.get("torch")
-        if torch is None or self.captured:
+        if torch is None:
             return
-        self.captured = True
-        self.dtype = torch.get_default_dtype()
+        self.dtype_name = str(torch.get_default_dtype()).removeprefix("torch.")
         self.deterministic = torch.are_deterministic_algorithms_enabled()
         self.cudnn = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
         self.matmul_precision = torch.get_float32_matmul_precision()
@@ -112,10 +120,9 @@ class TorchDefaults:
         torch = sys.modules.get("torch")
         if torch is None:
             return
-        self.capture()  # torch first imported by the model that just ran: defaults are still intact
         if "torch._dynamo" in sys.modules:
             torch._dynamo.reset()
-        torch.set_default_dtype(self.dtype)
+        torch.set_default_dtype(getattr(torch, self.dtype_name))
         torch.set_grad_enabled(True)
         torch.use_deterministic_algorithms(self.deterministic)
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = self.cudnn
@@ -204,7 +211,10 @@ def _setup_device(cfg: Any) -> None:
 
 def _between_models(defaults: TorchDefaults, cfg: Any) -> None:
     defaults.restore()
-    if _DEVICE is not None:
+    # Device state lives in torch; without torch there is nothing to reset (and resetting
+    # would import it, a second's work charged to the model that just finished).
+    if _DEVICE is not None and "torch" in sys.modules:
         with contextlib.suppress(Exception):
             _DEVICE.reset_between_models()
-    gc.collect()
+    if "torch" in sys.modules:  # tensors in reference cycles hold real memory; else skip the pause
+        gc.collect()

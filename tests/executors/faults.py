@@ -61,6 +61,20 @@ def _torch_globals() -> None:
     torch.set_num_threads(3)
 
 
+def _kill_parent(ref: ModelRef, cfg: Any) -> None:
+    """Lose the Ray worker under this model: an infrastructure fault, not the model's.
+
+    ``fault/killparent-once-N`` does it on the first attempt only (a flag file in
+    ``cfg.extra["marker_dir"]`` remembers); ``fault/killparent-always-N`` on every attempt.
+    """
+    flag = os.path.join(cfg.extra["marker_dir"], ref.model_id.replace("/", "_"))
+    if "-once-" in ref.model_id and os.path.exists(flag):
+        return
+    open(flag, "w").close()
+    os.kill(os.getppid(), 9)
+    time.sleep(30)
+
+
 FAULTS = {
     "segfault": _segfault,
     "abort": os.abort,
@@ -76,7 +90,9 @@ FAULTS = {
 def fault_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     """Behave as the model id says (``fault/<kind>-N``); other ids pass."""
     name = ref.model_id.split("/", 1)[-1].split("-", 1)[0]
-    if ref.model_id.startswith("fault/") and name in FAULTS:
+    if name == "killparent":
+        _kill_parent(ref, cfg)
+    elif ref.model_id.startswith("fault/") and name in FAULTS:
         progress.mark(stage="forward")
         progress.mark(op=f"aten::{name}")
         FAULTS[name]()
@@ -89,6 +105,12 @@ def fault_check(ref: ModelRef, cfg: Any) -> ModelRecord:
             "threads": torch.get_num_threads(),
         }
     return record
+
+
+def slow_check(ref: ModelRef, cfg: Any) -> ModelRecord:
+    """A model that takes a little while (resume tests kill the driver mid-sweep)."""
+    time.sleep(0.1)
+    return ok_check(ref, cfg)
 
 
 def refs(*names: str) -> list[ModelRef]:

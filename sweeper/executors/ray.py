@@ -1,0 +1,272 @@
+"""Ray executor (the default): local Ray started in-process, or a cluster with ``--address``.
+
+The only module that imports Ray. Each Ray actor is a ``Supervisor`` that owns one
+``WorkerSlot``: the model runs in the slot's worker process on the actor's node, so a
+segfault, abort, hang or runaway allocation costs one record (made next to the worker,
+with its stage and last op) and never the Ray worker. Any Ray error reaching the driver is
+therefore the infrastructure's (lost worker, node, object): those calls are retried up to
+``--retries``; a model's own failure comes back as a record and is never retried.
+
+Submission streams through a ``Window``: at most ``DEPTH`` calls per actor and
+``max_in_flight`` refs at once, so the driver's memory stays flat over any catalog size.
+Records go to ``on_record`` in the driver only; tasks return plain records.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayError, RayTaskError
+
+from sweeper.errors import UsageError
+
+from sweeper.executors.base import CheckFn, OnRecord, failure_record
+from sweeper.executors.process import threads_per_worker
+from sweeper.executors.slot import WorkerSlot, memory_limit_mb
+from sweeper.executors.window import DEPTH, Call, Window
+from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
+
+if TYPE_CHECKING:
+    from sweeper.config import SweepConfig
+
+POLL_S = 0.5
+BACKSTOP_GRACE_S = 180.0  # past every per-model timeout plus a worker start: the actor is wedged
+READY_TIMEOUT_S = 600.0  # an autoscaling cluster may need minutes to add a node
+LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # records are small; do not reserve 30% of RAM
+
+
+class Supervisor:
+    """Ray actor: runs chunks of models in its own worker process, returns their records."""
+
+    def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="sweeper-ray-"))
+        local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, workers_per_node))
+        self.slot = WorkerSlot(local, check, workdir=self.workdir, num_threads=threads_per_worker(cfg))
+
+    def ready(self) -> int:
+        """The actor's pid, once it is up (creation errors surface here)."""
+        return os.getpid()
+
+    def run(self, refs: list[ModelRef]) -> list[ModelRecord]:
+        """One record per ref, in order."""
+        return [self.slot.run(ref) for ref in refs]
+
+    def shutdown(self) -> None:
+        """Stop the worker process and remove its files."""
+        self.slot.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def connect(cfg: SweepConfig) -> bool:
+    """Attach to ``cfg.address`` or start local Ray sized to this machine; True if started here."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if cfg.address:
+        ray.init(address=cfg.address, **common)
+        return True
+    # Local workers inherit the driver's environment: give them its sys.path so check
+    # functions defined outside the installed package (tests, plugins) unpickle there.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    try:
+        ray.init(
+            num_cpus=os.cpu_count(),
+            include_dashboard=False,
+            object_store_memory=LOCAL_OBJECT_STORE,
+            **common,
+        )
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    return True
+
+
+def gpus_per_model(cfg: SweepConfig) -> float:
+    """``--num-gpus``, else one GPU per model when the device is cuda."""
+    if cfg.num_gpus:
+        return cfg.num_gpus
+    return 1.0 if cfg.device.split(":", 1)[0] == "cuda" else 0.0
+
+
+def cluster_workers(cfg: SweepConfig) -> int:
+    """``--workers``, else as many actors as the cluster's CPUs (and GPUs) allow."""
+    if cfg.workers:
+        return cfg.workers
+    res = ray.cluster_resources()
+    n = int(res.get("CPU", 1) // max(cfg.num_cpus, 1e-9))
+    gpus = gpus_per_model(cfg)
+    if gpus:
+        if not res.get("GPU"):
+            raise UsageError(f"device {cfg.device} needs {gpus:g} GPU per model but the Ray cluster has none")
+        n = min(n, int(res["GPU"] // gpus))
+    return max(1, n)
+
+
+class RayExecutor:
+    """Maps ``check`` over refs on Ray actors with a bounded in-flight window."""
+
+    def __init__(self, cfg: SweepConfig) -> None:
+        self.cfg = cfg
+        self.started_ray = False
+        self.actors: list[Any] = []
+        self.queues: list[list[Call]] = []
+        self.actor_starts = 0
+
+    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
+        """Call ``on_record`` once per ref, in completion order."""
+        self.started_ray = connect(cfg) or self.started_ray
+        n = cluster_workers(cfg)
+        self._remote = ray.remote(Supervisor).options(
+            num_cpus=cfg.num_cpus, num_gpus=gpus_per_model(cfg), max_restarts=0, max_task_retries=0,
+            memory=cfg.memory_limit_mb * 1024 * 1024 if cfg.memory_limit_mb else None,
+        )
+        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))))
+        self._kill_actors()
+        self.actors = [self._new_actor() for _ in range(n)]
+        self.queues = [[] for _ in range(n)]
+        self._await_ready()
+        window = Window(refs, workers=n, max_in_flight=cfg.max_in_flight, retries=cfg.retries)
+        pending: dict[Any, Call] = {}
+        while True:
+            self._fill(window, pending)
+            if not pending:
+                return
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            for handle in ready:
+                if handle in pending:
+                    self._collect(pending.pop(handle), window, pending, on_record)
+            self._check_backstops(window, pending, on_record)
+
+    def _await_ready(self) -> None:
+        """Fail fast, with one line, when workers cannot start (check not importable, ...)."""
+        try:
+            ray.get([a.ready.remote() for a in self.actors], timeout=READY_TIMEOUT_S)
+        except GetTimeoutError:
+            raise UsageError(
+                f"no Ray worker started within {READY_TIMEOUT_S:.0f}s: the cluster cannot place "
+                f"{self.cfg.num_cpus:g} CPU / {gpus_per_model(self.cfg):g} GPU per model (see --num-cpus, --num-gpus)"
+            ) from None
+        except RayError as exc:
+            raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
+
+    def _new_actor(self) -> Any:
+        self.actor_starts += 1
+        return self._remote.remote(*self._args)
+
+    def _fill(self, window: Window, pending: dict[Any, Call]) -> None:
+        for i, actor in enumerate(self.actors):
+            while len(self.queues[i]) < DEPTH and not window.drained:
+                chunk = window.take()
+                if not chunk:
+                    return
+                now = time.monotonic()
+                call = Call(chunk, worker=i, submitted=now, started=None if self.queues[i] else now)
+                call.handle = actor.run.remote(chunk)
+                self.queues[i].append(call)
+                pending[call.handle] = call
+
+    def _collect(self, call: Call, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
+        """Hand a finished call's records over, or deal with its error."""
+        try:
+            records: list[ModelRecord] = ray.get(call.handle)
+        except RayTaskError as exc:  # our supervisor raised: a bug, not a lost worker; never retried
+            self._dequeue(call)
+            window.done(call, time.monotonic())
+            for ref in call.refs:
+                on_record(self._failed(ref, Status.ERROR, ReasonKind.HARNESS, f"supervisor raised: {_first_line(exc)}"))
+            return
+        except RayError as exc:
+            self._lose_actor(call.worker, exc, window, pending, on_record)
+            return
+        tries = {ref.key: window.attempts.get(ref.key, 0) for ref in call.refs}
+        self._dequeue(call)
+        window.done(call, time.monotonic())
+        for record in records:
+            if tries.get(record.key):
+                record.notes["infra_retries"] = tries[record.key]
+            on_record(record)
+
+    def _dequeue(self, call: Call) -> None:
+        queue = self.queues[call.worker]
+        if call in queue:
+            queue.remove(call)
+        if queue and queue[0].started is None:
+            queue[0].started = time.monotonic()
+
+    def _lose_actor(self, i: int, exc: BaseException, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
+        """Replace a lost actor; its running call counts as an attempt, queued ones do not."""
+        calls, self.queues[i] = self.queues[i], []
+        old, self.actors[i] = self.actors[i], self._new_actor()
+        ran_found = False
+        for call in calls:
+            pending.pop(call.handle, None)
+            done, _ = ray.wait([call.handle], timeout=0)
+            if done and not ran_found:
+                try:  # finished before the actor went: keep its records
+                    records = ray.get(call.handle)
+                    window.done(call, time.monotonic())
+                    for record in records:
+                        on_record(record)
+                    continue
+                except RayError:
+                    pass
+            ran = not ran_found
+            ran_found = True
+            for ref, tries in window.requeue(call, ran=ran):
+                message = f"lost its Ray worker {tries} times (infrastructure, not the model): {_first_line(exc)}"
+                on_record(self._failed(ref, Status.ERROR, ReasonKind.CRASH, message))
+        ray.kill(old, no_restart=True)
+
+    def _check_backstops(self, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
+        """Kill an actor whose running call outlived every per-model timeout (it is wedged)."""
+        now = time.monotonic()
+        for i, queue in enumerate(self.queues):
+            if queue and queue[0].started is not None:
+                limit = len(queue[0].refs) * (self.cfg.timeout + 10.0) + BACKSTOP_GRACE_S
+                if now - queue[0].started > limit:
+                    wedged = TimeoutError(f"supervisor silent for {now - queue[0].started:.0f}s")
+                    self._lose_actor(i, wedged, window, pending, on_record)
+
+    def _failed(self, ref: ModelRef, status: Status, kind: ReasonKind, message: str) -> ModelRecord:
+        return failure_record(ref, self.cfg, status=status, kind=kind, message=message, sweep_id=str(self.cfg.extra.get("sweep_id", "")))
+
+    def _kill_actors(self) -> None:
+        # Politely first so workers end and temp files go; then make sure.
+        try:
+            ray.wait([a.shutdown.remote() for a in self.actors], num_returns=len(self.actors), timeout=10.0)
+        except RayError:
+            pass
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        self.actors, self.queues = [], []
+
+    def close(self) -> None:
+        """Stop the actors (their workers die with them) and local Ray if it was started here."""
+        if ray.is_initialized():
+            self._kill_actors()
+            if self.started_ray:
+                ray.shutdown()
+        self.started_ray = False
+
+
+def _first_line(exc: BaseException) -> str:
+    """``Type: first line`` plus, for wrapped errors, the innermost ``...Error: ...`` line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    head = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    causes = [line for line in lines[1:] if "Error:" in line and not line.startswith("ray.exceptions.Ray")]
+    if causes:
+        head += f" ({causes[-1]})"
+    return head[:400]

@@ -1,0 +1,32 @@
+"""One local Ray session for the whole executors suite (starting Ray costs seconds)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sweeper.config import SweepConfig
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """Local Ray started the way the executor starts it; shut down after the last test."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    from sweeper.executors.ray import connect
+
+    started = connect(SweepConfig())
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def collect(executor, refs, cfg, check) -> list:
+    """Run ``executor`` and return the records in the order ``on_record`` got them."""
+    got: list = []
+    try:
+        executor.run(iter(refs), cfg, check=check, on_record=got.append)
+    finally:
+        executor.close()
+    return got

@@ -1,0 +1,72 @@
+"""Process executor with real worker processes: each fault costs exactly one record."""
+
+from __future__ import annotations
+
+from conftest import collect
+from faults import fault_check, ok_check, refs
+
+from sweeper.config import SweepConfig
+from sweeper.executors.process import ProcessExecutor
+from sweeper.records import ReasonKind, Status
+
+FAULTY = ("fault/segfault-1", "fault/abort-1", "fault/hang-1", "fault/oom-1", "fault/raise-1", "fault/exit-1")
+
+
+def _by_id(records):
+    assert len(records) == len({r.key for r in records}), "a ref got more than one record"
+    return {r.model_id: r for r in records}
+
+
+def check_fault_records(got: dict) -> None:
+    """The records the fault models must produce, whichever executor ran them."""
+    seg = got["fault/segfault-1"]
+    assert (seg.status, seg.reason.kind) == (Status.CRASH, ReasonKind.CRASH)
+    assert "SIGSEGV" in seg.reason.message and "in stage forward" in seg.reason.message
+    assert seg.reason.op == "aten::segfault" and seg.notes["stage"] == "forward"
+    assert seg.stages["forward"].status == Status.CRASH
+    assert "SIGABRT" in got["fault/abort-1"].reason.message
+    hang = got["fault/hang-1"]
+    assert (hang.status, hang.reason.kind) == (Status.TIMEOUT, ReasonKind.TIMEOUT)
+    assert "--timeout" in hang.reason.message and hang.reason.op == "aten::hang"
+    oom = got["fault/oom-1"]
+    assert (oom.status, oom.reason.kind) == (Status.CRASH, ReasonKind.OOM), oom.reason
+    assert (got["fault/raise-1"].status, got["fault/raise-1"].reason.kind) == (Status.ERROR, ReasonKind.HARNESS)
+    assert "model exploded" in got["fault/raise-1"].reason.message
+    assert "exited with code 3" in got["fault/exit-1"].reason.message
+    for name, record in got.items():
+        if not name.startswith("fault/"):
+            assert record.status == Status.PASS, record.reason
+        assert record.repro.startswith("sweep one ") or record.status == Status.PASS
+
+
+def test_faults_cost_one_record_each_and_the_sweep_goes_on():
+    names = ("ok-1", *FAULTY, "ok-2", "ok-3")
+    cfg = SweepConfig(timeout=3, workers=2, memory_limit_mb=300)
+    got = _by_id(collect(ProcessExecutor(cfg), refs(*names), cfg, fault_check))
+    assert set(got) == set(names)
+    check_fault_records(got)
+
+
+def test_workers_are_reused_then_recycled_every_n_models():
+    cfg = SweepConfig(workers=1, worker_max_models=3)
+    got = collect(ProcessExecutor(cfg), refs(*[f"m{i}" for i in range(7)]), cfg, ok_check)
+    pids = [r.notes["pid"] for r in sorted(got, key=lambda r: r.rank)]
+    assert pids[0] == pids[1] == pids[2] != pids[3] == pids[4] == pids[5] != pids[6]
+
+
+def test_a_crash_recycles_the_worker_and_a_leaked_patch_does_too():
+    cfg = SweepConfig(workers=1, worker_max_models=50)
+    got = collect(ProcessExecutor(cfg), refs("a", "fault/patch-1", "b", "fault/segfault-1", "c"), cfg, fault_check)
+    by = {r.model_id: r for r in got}
+    assert by["a"].notes["pid"] == by["fault/patch-1"].notes["pid"] != by["b"].notes["pid"]
+    assert "builtins.print" in by["fault/patch-1"].notes["worker_recycled"]
+    assert by["b"].notes["pid"] != by["c"].notes["pid"]
+
+
+def test_torch_globals_are_restored_between_models():
+    num_cpus = 2.0  # threads follow --num-cpus; the model sets 3
+    cfg = SweepConfig(workers=1, num_cpus=num_cpus, timeout=120)
+    got = collect(ProcessExecutor(cfg), refs("fault/torchglobals-1", "after"), cfg, fault_check)
+    by = {r.model_id: r for r in got}
+    assert by["after"].notes["pid"] == by["fault/torchglobals-1"].notes["pid"]
+    assert by["after"].notes["torch"] == {"dtype": "torch.float32", "grad": True, "threads": int(num_cpus)}
