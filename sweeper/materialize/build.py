@@ -1,0 +1,145 @@
+"""Orchestration: a ref and a sweep config in, a ``Built`` (model + inputs) out.
+
+Steps: library check → config (the ref's, the Hub's, or the type's default) → shrink
+for tiny weights (checked on ``meta`` against the parameter cap, with a fallback
+ladder) → head class → seeded build in eval mode → inputs by rules. Known failures raise
+``sweeper.errors`` subclasses so ``classify`` needs no message parsing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
+from sweeper.materialize import Built
+from sweeper.materialize.configs import LEVELS, shrink_config_dict
+from sweeper.materialize.heads import kind_of_class
+from sweeper.materialize.inputs import make_inputs
+from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
+from sweeper.records import ModelRef, ReasonKind
+
+SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers"})
+
+
+class ShrinkError(SweeperError):
+    """The default config builds but no shrunk variant does: a harness limitation."""
+
+    reason_kind = ReasonKind.HARNESS
+
+
+class TooLargeError(SweeperError):
+    """The model to build exceeds the sweep's ``max_parameters`` cap."""
+
+    reason_kind = ReasonKind.HARNESS
+
+
+def check_library(ref: ModelRef) -> None:
+    """Raise UnsupportedLibraryError for models of libraries other than transformers."""
+    if ref.library_name not in (None, "") and ref.library_name not in SUPPORTED_LIBRARIES:
+        raise UnsupportedLibraryError(f"library {ref.library_name!r} is not supported (transformers models only)")
+
+
+def base_config(ref: ModelRef, cfg: Any) -> Any:
+    """The config to start from: the ref's dict, the Hub's, or the type's default."""
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if ref.config is None and cfg.weights == "pretrained":
+        from sweeper.materialize.pretrained import fetch_config
+
+        return fetch_config(ref, cfg)
+    data = dict(ref.config or {})
+    model_type = data.get("model_type") or ref.model_type
+    if data.get("auto_map") and not cfg.trust_remote_code:
+        raise RemoteCodeError(f"{ref.model_id} ships its own code (auto_map) and trust_remote_code is off")
+    if not model_type or model_type not in CONFIG_MAPPING:
+        if data.get("auto_map"):
+            raise RemoteCodeError(f"model type {model_type!r} is defined by the checkpoint's own code")
+        raise ConfigError(f"model type {model_type!r} is unknown to the installed transformers")
+    try:
+        if not data:
+            return AutoConfig.for_model(model_type)
+        return CONFIG_MAPPING[model_type].from_dict({k: v for k, v in data.items() if k != "model_type"})
+    except Exception as exc:  # noqa: BLE001 - any failure here is the config's
+        raise ConfigError(f"config for {model_type!r} does not build: {type(exc).__name__}: {exc}") from exc
+
+
+def tiny_config(config: Any, cls: type, cap: int) -> tuple[Any, int, str]:
+    """The most aggressive shrink whose model builds on meta under ``cap`` parameters."""
+    data = config.to_dict()
+    first_error: BaseException | None = None
+    for level in LEVELS:
+        try:
+            shrunk = type(config).from_dict(shrink_config_dict(data, level))
+            count = count_on_meta(cls, shrunk)
+        except Exception as exc:  # noqa: BLE001 - try the next, gentler level
+            first_error = first_error or exc
+            continue
+        if count <= cap:
+            return shrunk, count, level
+        first_error = first_error or TooLargeError(f"{count:,} parameters after shrinking ({level}) > cap {cap:,}")
+    _control(config, cls)
+    if isinstance(first_error, SweeperError):
+        raise first_error
+    raise ShrinkError(f"shrunk config fails to build: {type(first_error).__name__}: {first_error}") from first_error
+
+
+def _control(config: Any, cls: type) -> None:
+    """Build the unmodified config on meta: a failure there is upstream's, not ours."""
+    try:
+        count_on_meta(cls, config)
+    except ImportError:
+        raise  # a missing optional package (timm, ...): classify's missing_dependency
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"default config does not build upstream: {type(exc).__name__}: {exc}") from exc
+
+
+def build(ref: ModelRef, cfg: Any) -> Built:
+    """Materialise ``ref`` per ``cfg.weights`` (tiny, random or pretrained)."""
+    check_library(ref)
+    config = base_config(ref, cfg)
+    head = choose_head(ref, config)
+    cls = transformers_class(head)
+    notes: dict[str, Any] = {"weights": cfg.weights}
+    if cfg.weights == "pretrained":
+        from sweeper.materialize.pretrained import load_pretrained
+
+        model = load_pretrained(ref, cfg, cls)
+    else:
+        if cfg.weights == "tiny":
+            config, count, level = tiny_config(config, cls, cfg.max_parameters)
+            notes["shrink"] = level
+        else:
+            count = _checked_count(config, cls, cfg.max_parameters)
+        model = _build(cls, config, cfg)
+    model_type = getattr(config, "model_type", None) or ref.model_type
+    inputs, has_labels = make_inputs(
+        model, model.config, head_kind=kind_of_class(model_type, head),
+        batch=cfg.batch_size, seq=cfg.seq_len, seed=cfg.seed,
+    )
+    return Built(
+        model=model, inputs=inputs, architecture=head, model_type=model_type,
+        num_parameters=sum(p.numel() for p in model.parameters()), config=model.config,
+        has_labels=has_labels, notes=notes,
+    )
+
+
+def _checked_count(config: Any, cls: type, cap: int) -> int:
+    try:
+        count = count_on_meta(cls, config)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"config does not build: {type(exc).__name__}: {exc}") from exc
+    if count > cap:
+        raise TooLargeError(f"{count:,} parameters > max_parameters {cap:,}")
+    return count
+
+
+def _build(cls: type, config: Any, cfg: Any) -> Any:
+    try:
+        return build_model(cls, config, seed=cfg.seed, dtype=cfg.dtype)
+    except SweeperError:
+        raise
+    except ImportError:
+        raise  # a missing optional package: classify turns it into missing_dependency
+    except Exception as exc:  # noqa: BLE001
+        raise ShrinkError(f"model does not build from its config: {type(exc).__name__}: {exc}") from exc

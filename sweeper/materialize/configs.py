@@ -1,0 +1,236 @@
+"""Shrink a real config to a tiny one with the same structure (``--weights tiny``).
+
+Works on ``config.to_dict()``: every nested sub-config (text, vision, audio, backbone,
+...) is walked and shrunk by the same key rules, then the config is rebuilt with
+``from_dict`` so derived fields are recomputed. Only sizes change: depth, heads, widths,
+experts, vocabulary and image sizes. Structural flags (attention type, rope scaling, tied
+embeddings, layer types) are left as they are.
+
+The rules are tables of key names (what a size is called across configs), not model
+names; per-layer lists and layer-index lists follow the kept layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweeper.materialize import rules
+
+MAX_LAYERS = 2
+MAX_HEADS = 4
+MAX_EXPERTS = 4
+MAX_TOP_K = 2
+TINY_VOCAB = 1024
+# Compacted special token ids land here, below the tiny vocab, above sampled input ids.
+SPECIAL_ID_BASE = 900
+MAX_IMAGE = 256
+SHRUNK_IMAGE = 224
+
+# Ladder levels, most aggressive first: when a level's config fails to build, the next
+# one changes less (the failure may come from a vocab-linked or width-linked field).
+LEVELS: tuple[str, ...] = ("tiny", "keep_vocab", "layers_only")
+
+
+@dataclass
+class _Remap:
+    """What the walk learned that applies across sub-configs (ids, widths)."""
+
+    level: str
+    special_ids: dict[int, int] = field(default_factory=dict)
+    widths: dict[int, int] = field(default_factory=dict)
+    # (id of the dict, key) already set by a width rule: the by-value pass leaves them.
+    touched: set[tuple[int, str]] = field(default_factory=set)
+
+
+def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, Any]:
+    """Return a shrunk copy of a config dict (``to_dict()`` / Hub config.json shape)."""
+    import copy
+
+    out = copy.deepcopy(data)
+    remap = _Remap(level=level)
+    if level == "tiny":
+        _collect_special_ids(out, remap)
+    _walk(out, remap)
+    if level != "layers_only":
+        _apply_widths(out, remap)
+    return out
+
+
+def _walk(d: dict[str, Any], remap: _Remap) -> None:
+    """Shrink one (sub-)config dict, then its nested sub-configs."""
+    _shrink_layers(d)
+    if remap.level != "layers_only":
+        _shrink_heads_and_widths(d, remap)
+        _shrink_experts(d)
+        _shrink_images(d)
+        rules.apply_dict_rules(d)
+    if remap.level == "tiny":
+        _shrink_vocab(d, remap)
+    for value in d.values():
+        if isinstance(value, dict) and _is_sub_config(value):
+            _walk(value, remap)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict) and _is_sub_config(item):
+                    _walk(item, remap)
+
+
+def _is_sub_config(value: dict[str, Any]) -> bool:
+    return "model_type" in value or any(k in value for k in rules.HIDDEN_KEYS + rules.LAYER_KEYS)
+
+
+def _kept_layers(d: dict[str, Any], n: int) -> list[int]:
+    """Indices of the layers to keep: one of each distinct layer type, at most a few."""
+    kinds = d.get("layer_types")
+    keep: list[int] = []
+    if isinstance(kinds, list) and len(kinds) == n:
+        seen: set[str] = set()
+        for i, kind in enumerate(kinds):
+            if str(kind) not in seen:
+                seen.add(str(kind))
+                keep.append(i)
+    for i in range(n):
+        if len(keep) >= min(MAX_LAYERS, n):
+            break
+        if i not in keep:
+            keep.append(i)
+    return sorted(keep)
+
+
+def _shrink_layers(d: dict[str, Any]) -> None:
+    """Cut each depth key; per-layer lists keep the kept layers, index lists follow."""
+    staged = any(isinstance(d.get(k), list) for k in rules.STAGE_LIST_KEYS)
+    for key in rules.LAYER_KEYS:
+        n = d.get(key)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= MAX_LAYERS:
+            continue
+        if staged and key in rules.MAIN_LAYER_KEYS:
+            continue  # with per-stage depths, the layer count is the number of stages
+        keep = _kept_layers(d, n) if key in rules.MAIN_LAYER_KEYS else list(range(MAX_LAYERS))
+        d[key] = len(keep)
+        new_index = {old: new for new, old in enumerate(keep)}
+        for other, value in list(d.items()):
+            if other == key or not isinstance(value, list):
+                continue
+            if len(value) == n and other not in rules.STAGE_LIST_KEYS:
+                d[other] = [value[i] for i in keep]
+            elif other in rules.LAYER_INDEX_KEYS and all(isinstance(v, int) for v in value):
+                d[other] = [new_index[v] for v in value if v in new_index] or [len(keep) - 1]
+    for key in rules.PERIOD_KEYS:
+        if isinstance(d.get(key), int) and d[key] > MAX_LAYERS:
+            d[key] = MAX_LAYERS
+    for key in rules.OFFSET_KEYS:
+        if isinstance(d.get(key), int) and d[key] >= MAX_LAYERS:
+            d[key] = MAX_LAYERS - 1
+    for key in rules.STAGE_LIST_KEYS:
+        if isinstance(d.get(key), list) and all(isinstance(v, int) for v in d[key]):
+            d[key] = [min(v, 1) for v in d[key]]
+    for key in ("out_features", "stage_names"):
+        d.pop(key, None)  # regenerated from out_indices and the new depth
+
+
+def _first_int(d: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, int]:
+    for key in keys:
+        value = d.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return key, value
+    return None, 0
+
+
+def _shrink_heads_and_widths(d: dict[str, Any], remap: _Remap) -> None:
+    """Heads ≤ 4 keeping head_dim and the GQA ratio; widths follow heads × head_dim."""
+    hidden_key, hidden = _first_int(d, rules.HIDDEN_KEYS)
+    head_key, heads = _first_int(d, rules.HEAD_KEYS)
+    if not hidden_key:
+        return
+    if head_key and heads > MAX_HEADS:
+        new_heads = MAX_HEADS
+        for key in rules.HEAD_KEYS:
+            if isinstance(d.get(key), int) and d[key] > MAX_HEADS:
+                d[key] = new_heads
+        for key in rules.KV_HEAD_KEYS:
+            kv = d.get(key)
+            if isinstance(kv, int) and kv > 0:
+                d[key] = new_heads if kv >= heads else max(1, new_heads // max(1, heads // kv))
+        _, head_dim = _first_int(d, rules.HEAD_DIM_KEYS)
+        if head_dim and head_dim * heads != hidden:
+            # An explicit head_dim decouples the width from the heads: any width works.
+            new_hidden = min(hidden * new_heads // heads, rules.MAX_HEADLESS_WIDTH)
+        elif head_dim:
+            new_hidden = new_heads * head_dim
+        else:
+            new_hidden = new_heads * (hidden // heads) if hidden % heads == 0 else hidden * new_heads // heads
+    elif not head_key and hidden > rules.MAX_HEADLESS_WIDTH:
+        new_hidden = rules.MAX_HEADLESS_WIDTH
+    else:
+        return
+    ratio = new_hidden / hidden
+    for key in rules.HIDDEN_KEYS:
+        if d.get(key) == hidden:
+            d[key] = new_hidden
+            remap.touched.add((id(d), key))
+    for key, value in list(d.items()):
+        if rules.is_scaled_width_key(key) and isinstance(value, int) and value > 0:
+            d[key] = max(8, int(round(value * ratio / 8)) * 8)
+            remap.touched.add((id(d), key))
+    remap.widths.setdefault(hidden, new_hidden)
+    rules.fix_ssm_heads(d)
+
+
+def _shrink_experts(d: dict[str, Any]) -> None:
+    for key in rules.EXPERT_KEYS:
+        if isinstance(d.get(key), int) and d[key] > MAX_EXPERTS:
+            d[key] = MAX_EXPERTS
+    for key in rules.TOP_K_KEYS:
+        if isinstance(d.get(key), int) and d[key] > MAX_TOP_K:
+            d[key] = MAX_TOP_K
+    for key in rules.GROUP_KEYS:
+        if isinstance(d.get(key), int) and d[key] > 1:
+            d[key] = 1
+
+
+def _shrink_images(d: dict[str, Any]) -> None:
+    for key in rules.IMAGE_SIZE_KEYS:
+        value = d.get(key)
+        if isinstance(value, int) and value > MAX_IMAGE:
+            d[key] = SHRUNK_IMAGE
+        elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            if max(value) > MAX_IMAGE:
+                d[key] = [SHRUNK_IMAGE for _ in value]
+        elif isinstance(value, dict):
+            d[key] = {k: SHRUNK_IMAGE if isinstance(v, int) and v > MAX_IMAGE else v for k, v in value.items()}
+
+
+def _collect_special_ids(d: dict[str, Any], remap: _Remap) -> None:
+    """Map every special token id ≥ the tiny vocab to a compact slot below it."""
+    for key, value in d.items():
+        if isinstance(value, dict) and _is_sub_config(value):
+            _collect_special_ids(value, remap)
+        elif isinstance(key, str) and rules.is_token_id_key(key):
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, int) and not isinstance(v, bool) and v >= TINY_VOCAB:
+                    slot = SPECIAL_ID_BASE + len(remap.special_ids) % (TINY_VOCAB - SPECIAL_ID_BASE)
+                    remap.special_ids.setdefault(v, slot)
+
+
+def _shrink_vocab(d: dict[str, Any], remap: _Remap) -> None:
+    for key, value in list(d.items()):
+        if rules.is_token_id_key(key):
+            if isinstance(value, int) and not isinstance(value, bool):
+                d[key] = remap.special_ids.get(value, value)
+            elif isinstance(value, list):
+                d[key] = [remap.special_ids.get(v, v) if isinstance(v, int) else v for v in value]
+        elif rules.is_vocab_key(key) and isinstance(value, int) and value > TINY_VOCAB:
+            d[key] = TINY_VOCAB
+
+
+def _apply_widths(d: dict[str, Any], remap: _Remap) -> None:
+    """Fields that held an old width by value (cross-config links) take the new one."""
+    for key, value in list(d.items()):
+        if isinstance(value, dict) and _is_sub_config(value):
+            _apply_widths(value, remap)
+        elif (id(d), key) in remap.touched:
+            continue
+        elif isinstance(key, str) and isinstance(value, int) and rules.is_width_link_key(key) and value in remap.widths:
+            d[key] = remap.widths[value]

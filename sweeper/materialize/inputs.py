@@ -1,0 +1,258 @@
+"""Synthesise forward inputs from the model's signature and config, by rules.
+
+The model's ``main_input_name`` and the arguments its ``forward`` requires decide what
+to build; the config decides shapes and ranges (vocab, image size, channels, mel bins).
+Labels follow the head kind so the output carries the model's own loss. An argument no
+rule can build raises ``InputSynthesisError`` naming it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweeper.errors import InputSynthesisError
+from sweeper.materialize.configs import SPECIAL_ID_BASE
+
+DECODER_LEN = 8
+AUDIO_SAMPLES = 16000
+FEATURE_FRAMES = 64
+# Head kinds (mapping suffixes) whose loss takes ``labels`` shaped like the input ids.
+TOKEN_LABEL_KINDS = frozenset({"CAUSAL_LM", "MASKED_LM", "IMAGE_TEXT_TO_TEXT", "MULTIMODAL_LM", "PRETRAINING"})
+SEQ2SEQ_KINDS = frozenset({"SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ"})
+CLASS_LABEL_KINDS = frozenset(
+    {"SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION", "VIDEO_CLASSIFICATION",
+     "MULTIPLE_CHOICE"}
+)
+# Sub-configs searched for a field, text-side first (the ids feed the text stack).
+_TEXT_SIDE = ("text_config", "decoder", "language_config", "llm_config", "text_encoder")
+_VISION_SIDE = ("vision_config", "encoder", "backbone_config", "vision_encoder", "image_config")
+_AUDIO_SIDE = ("audio_config", "encoder", "speech_config", "audio_encoder")
+
+
+@dataclass
+class InputContext:
+    """What the rules see: the config, batch and sequence sizes, the generator."""
+
+    config: Any
+    batch: int
+    seq: int
+    generator: Any
+    params: dict[str, inspect.Parameter]
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
+        """A config field, from the top config first, then the given sub-configs."""
+        for holder in (self.config, *(getattr(self.config, s, None) for s in sides)):
+            value = getattr(holder, key, None) if holder is not None else None
+            if value is not None:
+                return value
+        return default
+
+    def special_ids(self) -> set[int]:
+        """Every special token id the config names (avoided in sampled input ids)."""
+        found: set[int] = set()
+        for holder in (self.config, *(getattr(self.config, s, None) for s in _TEXT_SIDE)):
+            for key, value in (holder.to_dict() if hasattr(holder, "to_dict") else {}).items():
+                if key.endswith(("_token_id", "_token_index", "_token_ids")):
+                    for v in value if isinstance(value, list) else [value]:
+                        if isinstance(v, int):
+                            found.add(v)
+        return found
+
+
+def token_ids(ctx: InputContext, shape: tuple[int, ...], *, sides: tuple[str, ...] = _TEXT_SIDE) -> Any:
+    """Ids in [4, min(vocab, 900)) that are no special token (no image/audio placeholders)."""
+    import torch
+
+    vocab = int(ctx.lookup("vocab_size", sides, 1000) or 1000)
+    high = max(5, min(vocab, SPECIAL_ID_BASE))
+    ids = torch.randint(4, high, shape, generator=ctx.generator)
+    for special in ctx.special_ids():
+        if 4 <= special < high:
+            ids[ids == special] = 4 if special != 4 else 5
+    return ids
+
+
+def _image_hw(ctx: InputContext) -> tuple[int, int]:
+    size = ctx.lookup("image_size", _VISION_SIDE, 224)
+    if isinstance(size, dict):
+        size = [size.get("height", 224), size.get("width", 224)]
+    if isinstance(size, (list, tuple)):
+        return int(size[0]), int(size[-1])
+    return int(size), int(size)
+
+
+def pixel_values(ctx: InputContext) -> Any:
+    """(B, C, H, W) at the config's image size; (B, T, C, H, W) when it has frames."""
+    import torch
+
+    channels = int(ctx.lookup("num_channels", _VISION_SIDE, 3))
+    h, w = _image_hw(ctx)
+    frames = ctx.lookup("num_frames", _VISION_SIDE)
+    shape = (ctx.batch, int(frames), channels, h, w) if isinstance(frames, int) else (ctx.batch, channels, h, w)
+    return torch.randn(shape, generator=ctx.generator)
+
+
+def input_features(ctx: InputContext) -> Any:
+    """Log-mel features: (B, mels, 2·max_source_positions) for conv-front encoders with a
+    fixed source length; (B, frames, features) for the others."""
+    import torch
+
+    mels = ctx.lookup("num_mel_bins", _AUDIO_SIDE)
+    sources = ctx.lookup("max_source_positions", _AUDIO_SIDE)
+    if isinstance(mels, int) and isinstance(sources, int):
+        return torch.randn((ctx.batch, mels, 2 * sources), generator=ctx.generator)
+    per_channel = ctx.lookup("input_feat_per_channel", _AUDIO_SIDE)
+    size = (per_channel or 0) * int(ctx.lookup("input_channels", _AUDIO_SIDE, 1) or 1)
+    size = size or ctx.lookup("feature_size", _AUDIO_SIDE) or mels or 80
+    return torch.randn((ctx.batch, FEATURE_FRAMES, int(size)), generator=ctx.generator)
+
+
+def _ones(ctx: InputContext) -> Any:
+    import torch
+
+    ref = ctx.inputs.get("input_ids")
+    shape = tuple(ref.shape) if ref is not None else (ctx.batch, ctx.seq)
+    return torch.ones(shape, dtype=torch.long)
+
+
+def _zeros_like_ids(ctx: InputContext) -> Any:
+    import torch
+
+    return torch.zeros((ctx.batch, ctx.seq), dtype=torch.long)
+
+
+def _bbox(ctx: InputContext) -> Any:
+    import torch
+
+    corners = torch.randint(0, 500, (ctx.batch, ctx.seq, 2), generator=ctx.generator)
+    return torch.cat([corners, corners + 100], dim=-1)
+
+
+def _audio(ctx: InputContext) -> Any:
+    import torch
+
+    return torch.randn((ctx.batch, AUDIO_SAMPLES), generator=ctx.generator)
+
+
+def _decoder_ids(ctx: InputContext) -> Any:
+    return token_ids(ctx, (ctx.batch, DECODER_LEN), sides=("decoder", "text_config"))
+
+
+def _pixel_mask(ctx: InputContext) -> Any:
+    import torch
+
+    h, w = _image_hw(ctx)
+    return torch.ones((ctx.batch, h, w), dtype=torch.long)
+
+
+# Argument name -> rule. Order matters: later rules may size from earlier inputs.
+RULES: dict[str, Callable[[InputContext], Any]] = {
+    "input_ids": lambda ctx: token_ids(ctx, (ctx.batch, ctx.seq)),
+    "attention_mask": _ones,
+    "token_type_ids": _zeros_like_ids,
+    "bbox": _bbox,
+    "pixel_values": pixel_values,
+    "pixel_mask": _pixel_mask,
+    "input_values": _audio,
+    "input_features": input_features,
+    "decoder_input_ids": _decoder_ids,
+}
+
+# Optional arguments filled with the main input when the forward takes them (the ones a
+# real caller passes), and extra inputs a head kind needs to run its whole model.
+COMPANIONS: dict[str, tuple[str, ...]] = {
+    "input_ids": ("attention_mask", "token_type_ids"),
+    "pixel_values": ("pixel_mask",),
+}
+KIND_EXTRAS: dict[str, tuple[str, ...]] = {
+    "ZERO_SHOT_IMAGE_CLASSIFICATION": ("input_ids", "attention_mask", "pixel_values"),
+    "VISUAL_QUESTION_ANSWERING": ("input_ids", "attention_mask", "pixel_values"),
+}
+
+
+def forward_params(model: Any) -> dict[str, inspect.Parameter]:
+    """Named parameters of ``model.forward`` (no self, *args, **kwargs)."""
+    sig = inspect.signature(model.forward)
+    skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return {n: p for n, p in sig.parameters.items() if p.kind not in skip and n != "self"}
+
+
+def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
+    params = ctx.params
+    main = getattr(model, "main_input_name", "input_ids")
+    wanted = [main] if main in params else []
+    wanted += [n for n, p in params.items() if p.default is inspect.Parameter.empty]
+    wanted += [n for n in KIND_EXTRAS.get(head_kind or "", ()) if n in params]
+    for name in list(wanted):
+        wanted += [c for c in COMPANIONS.get(name, ()) if c in params]
+    if "token_type_ids" in wanted and not ctx.lookup("type_vocab_size", _TEXT_SIDE):
+        wanted.remove("token_type_ids")
+    if "pixel_mask" in wanted and "pixel_mask" not in _required(params):
+        wanted.remove("pixel_mask")  # all-ones is the default; only pass it when asked
+    if getattr(ctx.config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        wanted.append("decoder_input_ids")
+    return list(dict.fromkeys(n for n in wanted if n != "labels"))
+
+
+def _required(params: dict[str, inspect.Parameter]) -> set[str]:
+    return {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+
+
+def _build_one(name: str, ctx: InputContext) -> Any:
+    rule = RULES.get(name)
+    if rule is not None:
+        return rule(ctx)
+    if name.endswith("_ids"):
+        return token_ids(ctx, (ctx.batch, ctx.seq))
+    if name.endswith("_mask"):
+        return _ones(ctx)
+    raise InputSynthesisError(f"no rule builds the forward argument {name!r}", op=name)
+
+
+def _labels(ctx: InputContext, head_kind: str | None) -> dict[str, Any]:
+    """Labels that make the head compute its own loss, by head kind."""
+    import torch
+
+    params, inputs = ctx.params, ctx.inputs
+    if head_kind == "ZERO_SHOT_IMAGE_CLASSIFICATION" and "return_loss" in params:
+        return {"return_loss": True}
+    if "labels" not in params:
+        return {}
+    if head_kind in SEQ2SEQ_KINDS and "decoder_input_ids" in inputs:
+        return {"labels": inputs["decoder_input_ids"].clone()}
+    if head_kind in TOKEN_LABEL_KINDS and "input_ids" in inputs:
+        return {"labels": inputs["input_ids"].clone()}
+    if head_kind == "CTC":
+        vocab = int(ctx.lookup("vocab_size", (), 32))
+        return {"labels": torch.randint(1, max(2, vocab), (ctx.batch, 4), generator=ctx.generator)}
+    if head_kind in CLASS_LABEL_KINDS:
+        num = int(getattr(ctx.config, "num_labels", 2) or 2)
+        return {"labels": torch.randint(0, num, (ctx.batch,), generator=ctx.generator)}
+    if head_kind == "TOKEN_CLASSIFICATION" and "input_ids" in inputs:
+        num = int(getattr(ctx.config, "num_labels", 2) or 2)
+        return {"labels": torch.randint(0, num, tuple(inputs["input_ids"].shape), generator=ctx.generator)}
+    return {}
+
+
+def make_inputs(
+    model: Any, config: Any, *, head_kind: str | None, batch: int = 2, seq: int = 16, seed: int = 0
+) -> tuple[dict[str, Any], bool]:
+    """Keyword inputs for ``model(**inputs)`` and whether they carry labels (a loss)."""
+    import torch
+
+    from sweeper.materialize import rules
+
+    generator = torch.Generator().manual_seed(seed)
+    ctx = InputContext(config=config, batch=batch, seq=seq, generator=generator, params=forward_params(model))
+    # Family rules first: they claim the arguments they build (time series, ...).
+    rules.adjust_inputs(ctx, model)
+    for name in _wanted(model, ctx, head_kind):
+        if name not in ctx.inputs:
+            ctx.inputs[name] = _build_one(name, ctx)
+    extra = _labels(ctx, head_kind)
+    ctx.inputs.update(extra)
+    return ctx.inputs, bool(extra)

@@ -1,0 +1,93 @@
+"""Pick the head class for a ref and build it (on ``meta`` to count, on the CPU to run)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from sweeper.errors import ConfigError, RemoteCodeError
+from sweeper.materialize.heads import head_for_task, heads_of
+from sweeper.records import ModelRef
+
+_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+def transformers_class(name: str) -> type | None:
+    """The class ``transformers.<name>``, or None when the installed version lacks it."""
+    import transformers
+
+    try:
+        return getattr(transformers, name)
+    except (AttributeError, ImportError, RuntimeError):
+        return None
+
+
+def choose_head(ref: ModelRef, config: Any) -> str:
+    """The class name to build: ref.architecture, config.architectures, pipeline_tag, base.
+
+    Raises RemoteCodeError when the only candidates live in the checkpoint's own code
+    (``auto_map``), ConfigError when nothing in transformers matches the model type.
+    """
+    model_type = getattr(config, "model_type", None) or ref.model_type or ""
+    candidates: list[str] = []
+    if ref.architecture:
+        candidates.append(ref.architecture)
+    candidates.extend(getattr(config, "architectures", None) or [])
+    tagged = head_for_task(model_type, ref.pipeline_tag)
+    if tagged:
+        candidates.append(tagged)
+    base = heads_of(model_type).get("")
+    if base:
+        candidates.append(base[0])
+    for name in candidates:
+        if transformers_class(name) is not None:
+            return name
+    if getattr(config, "auto_map", None) or candidates:
+        raise RemoteCodeError(
+            f"{', '.join(candidates) or 'the model'} is not in transformers "
+            f"{_version()}; it needs the checkpoint's own code (trust_remote_code)"
+        )
+    raise ConfigError(f"transformers {_version()} has no model class for model type {model_type!r}")
+
+
+def _version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def count_on_meta(cls: type, config: Any) -> int:
+    """Build the model on the ``meta`` device (no memory) and count its parameters."""
+    import torch
+
+    with torch.device("meta"), _quiet():
+        model = cls._from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def build_model(cls: type, config: Any, *, seed: int, dtype: str) -> Any:
+    """Build the model for real with random init, seeded, in ``dtype``, in eval mode.
+
+    Eval mode keeps dropout off so the device/CPU comparison is deterministic; gradients
+    still flow, so the backward stage runs on the same module.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    with _quiet():
+        model = cls._from_config(config, dtype=getattr(torch, _DTYPES[dtype]))
+    model.eval()
+    return model
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence transformers' init warnings (they repeat for every model in a sweep)."""
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)

@@ -1,0 +1,193 @@
+"""Rule tables: what sizes are called across configs, and the few per-family fixes.
+
+Every rule here is keyed by config attributes (key names, the presence of a field) or
+by a forward argument, never by a model name: a new model that reuses a field name gets
+the same treatment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Depth. The first group holds the main stack (``layer_types`` lines up with it).
+MAIN_LAYER_KEYS: tuple[str, ...] = ("num_hidden_layers", "num_layers", "n_layer", "n_layers")
+LAYER_KEYS: tuple[str, ...] = MAIN_LAYER_KEYS + (
+    "encoder_layers", "decoder_layers", "num_decoder_layers", "num_encoder_layers",
+    "decoder_num_layers", "encoder_num_layers", "num_text_layers", "num_vision_layers",
+    "depth", "num_blocks", "vision_layers", "text_layers", "num_decoder_blocks",
+    "num_encoder_blocks", "encoder_depth", "decoder_depth", "num_hidden_blocks",
+)
+# Per-stage depth lists of hierarchical (conv / windowed) backbones: 1 block per stage.
+STAGE_LIST_KEYS: tuple[str, ...] = ("depths", "num_layers_per_stage", "encoder_layers_per_stage")
+# Lists of layer indices that must follow the kept layers.
+LAYER_INDEX_KEYS: tuple[str, ...] = (
+    "out_indices", "full_attn_idxs", "attn_layer_indices", "mlp_only_layers",
+    "global_attn_indexes", "vision_feature_layers", "attention_layers", "mamba_layers",
+    "moe_layers", "no_rope_layers", "sliding_window_layers", "full_attention_layers",
+    "swa_layers", "cross_attention_layers", "intermediate_layers_indices",
+)
+# "every N-th layer" patterns: period ≤ depth so each kind still appears.
+PERIOD_KEYS: tuple[str, ...] = (
+    "attn_layer_period", "expert_layer_period", "decoder_sparse_step", "moe_layer_freq",
+    "interleave_moe_layer_step", "sliding_window_pattern", "full_attention_interval",
+    "cross_attention_frequency", "global_attn_every_n_layers", "hybrid_layer_period",
+)
+OFFSET_KEYS: tuple[str, ...] = ("attn_layer_offset", "expert_layer_offset", "first_k_dense_replace")
+
+HEAD_KEYS: tuple[str, ...] = (
+    "num_attention_heads", "num_heads", "n_head", "n_heads", "encoder_attention_heads",
+    "decoder_attention_heads", "attention_heads", "num_attention_heads_text",
+)
+KV_HEAD_KEYS: tuple[str, ...] = (
+    "num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num",
+    "num_key_value_heads_text",
+)
+HEAD_DIM_KEYS: tuple[str, ...] = ("head_dim", "d_kv", "attention_head_dim", "kv_channels", "head_size")
+# ``embed_dim`` first: where a config has both, ``hidden_size`` is an output link
+# (a vision tower's merger width) and ``embed_dim`` the attention width.
+HIDDEN_KEYS: tuple[str, ...] = (
+    "embed_dim", "hidden_size", "d_model", "n_embd", "dim", "hidden_dim", "d_embed",
+    "embedding_dim", "model_dim",
+)
+# Convolutional / recurrent widths with no attention heads to follow.
+MAX_HEADLESS_WIDTH = 256
+
+EXPERT_KEYS: tuple[str, ...] = (
+    "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+    "num_routed_experts", "n_experts",
+)
+TOP_K_KEYS: tuple[str, ...] = (
+    "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token", "moe_k",
+    "router_top_k", "num_selected_experts",
+)
+GROUP_KEYS: tuple[str, ...] = ("n_group", "topk_group")
+IMAGE_SIZE_KEYS: tuple[str, ...] = ("image_size", "img_size", "input_size", "crop_size")
+
+_INTERMEDIATE_EXACT = frozenset(
+    {"ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "n_inner", "d_ff", "ffn_hidden_size",
+     "inner_hidden_size", "mlp_dim", "dim_feedforward", "encoder_ffn_size", "decoder_ffn_size"}
+)
+_NOT_WIDTH = ("vocab", "position", "image", "patch", "kernel", "window", "chunk", "stride",
+              "num_", "batch", "conv", "bins", "sampl", "frame", "codebook", "head", "token",
+              "length", "max_", "channels", "layer")
+
+
+def is_intermediate_key(key: str) -> bool:
+    """Feed-forward widths: scaled by the same ratio as the hidden size."""
+    return "intermediate_size" in key or key in _INTERMEDIATE_EXACT
+
+
+def is_token_id_key(key: str) -> bool:
+    """Special token ids (bos/eos/pad/image/audio/...), single or lists."""
+    return key.endswith(("_token_id", "_token_ids", "_token_index", "_token_idx")) or key in (
+        "decoder_start_token_id", "image_token_index", "video_token_index", "audio_token_index",
+    )
+
+
+def is_vocab_key(key: str) -> bool:
+    """Vocabulary sizes of the text stacks."""
+    return key.endswith("vocab_size") and "type_vocab" not in key
+
+
+def is_scaled_width_key(key: str) -> bool:
+    """Widths that scale with the hidden size (feed-forward, layout embedding parts)."""
+    return is_intermediate_key(key) or key in ("coordinate_size", "shape_size")
+
+
+def is_width_link_key(key: str) -> bool:
+    """Fields that may hold another (sub-)config's hidden size by value."""
+    if key in HIDDEN_KEYS:
+        return True
+    if any(part in key for part in _NOT_WIDTH):
+        return False
+    return any(part in key for part in ("hidden", "dim", "size", "proj", "embd", "width"))
+
+
+# State-space mixers: heads × head_dim = expand × hidden must hold after the width shrink.
+_SSM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("mamba_n_heads", "mamba_d_head", "mamba_expand"),
+    ("num_heads", "head_dim", "expand"),
+    ("mamba_num_heads", "mamba_head_dim", "mamba_expand"),
+    ("ssm_num_heads", "ssm_head_dim", "ssm_expand"),
+)
+
+
+def fix_ssm_heads(d: dict[str, Any]) -> None:
+    """Recompute SSM head counts from the shrunk hidden size."""
+    hidden = d.get("hidden_size") or d.get("d_model")
+    if not isinstance(hidden, int):
+        return
+    for heads_key, dim_key, expand_key in _SSM_FIELDS:
+        heads, dim, expand = d.get(heads_key), d.get(dim_key), d.get(expand_key)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (heads, dim, expand)):
+            if heads * dim == expand * hidden:
+                continue
+            d[heads_key] = max(1, expand * hidden // dim)
+        if "n_groups" in d and isinstance(d.get(heads_key), int) and d[heads_key] % max(1, d["n_groups"]):
+            d["n_groups"] = 1
+
+
+def apply_dict_rules(d: dict[str, Any]) -> None:
+    """Per-family consistency fixes keyed by the fields a config has."""
+    # Multi-head latent attention: low-rank projections shrink with the width.
+    for key in ("q_lora_rank", "kv_lora_rank"):
+        if isinstance(d.get(key), int) and d[key] > 128:
+            d[key] = 128
+    # Hierarchical encoders size each stage from a list: shrink widths, keep head dims.
+    sizes = d.get("hidden_sizes")
+    if isinstance(sizes, list) and sizes and all(isinstance(v, int) for v in sizes) and max(sizes) > 256:
+        d["hidden_sizes"] = [max(8, v // 4) for v in sizes]
+    _fix_layout_parts(d)
+    if isinstance(d.get("embed_dim"), int) and isinstance(d.get("num_heads"), list):
+        d["num_heads"] = [max(1, h // 2) for h in d["num_heads"]]
+        d["embed_dim"] = max(16, d["embed_dim"] // 2)
+
+
+
+def _fix_layout_parts(d: dict[str, Any]) -> None:
+    """2-D layout embeddings concatenate 4 coordinate and 2 shape parts into the width."""
+    coord, shape, hidden = d.get("coordinate_size"), d.get("shape_size"), d.get("hidden_size")
+    heads = d.get("num_attention_heads") or 1
+    if not all(isinstance(v, int) for v in (coord, shape, hidden)) or 4 * coord + 2 * shape == hidden:
+        return
+    part = hidden // 6
+    while part > 1 and (6 * part) % heads:
+        part -= 1
+    d["coordinate_size"] = d["shape_size"] = part
+    d["hidden_size"] = 6 * part
+
+
+# Input rules: (does it apply?, fix) pairs over the synthesised inputs, keyed by the
+# forward arguments and config fields a family uses.
+def _time_series(ctx: Any, model: Any) -> None:
+    """Forecasters: past values cover context + lags; future values give the loss."""
+    import torch
+
+    cfg, b = ctx.config, ctx.batch
+    lags = getattr(cfg, "lags_sequence", None) or [0]
+    length = int(cfg.context_length) + int(max(lags))
+    channels = int(getattr(cfg, "input_size", None) or getattr(cfg, "num_input_channels", 1) or 1)
+    shape = (b, length) if channels == 1 and getattr(cfg, "input_size", None) else (b, length, channels)
+    ctx.inputs["past_values"] = torch.randn(shape, generator=ctx.generator)
+    if "past_observed_mask" in ctx.params:
+        ctx.inputs["past_observed_mask"] = torch.ones(shape)
+    features = int(getattr(cfg, "num_time_features", 0) or 0)
+    for name, steps in (("past_time_features", length), ("future_time_features", cfg.prediction_length)):
+        if name in ctx.params and features:
+            ctx.inputs[name] = torch.randn((b, int(steps), features), generator=ctx.generator)
+    if "future_values" in ctx.params and getattr(cfg, "prediction_length", None):
+        ctx.inputs["future_values"] = torch.randn((b, int(cfg.prediction_length), *shape[2:]), generator=ctx.generator)
+    for name in ("static_categorical_features", "static_real_features"):
+        ctx.inputs.pop(name, None)
+
+
+INPUT_RULES: tuple[tuple[Any, Any], ...] = (
+    (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
+)
+
+
+def adjust_inputs(ctx: Any, model: Any) -> None:
+    """Apply every input rule whose condition holds for this model and config."""
+    for applies, fix in INPUT_RULES:
+        if applies(ctx, model):
+            fix(ctx, model)
