@@ -61,11 +61,20 @@ def ensure_registered() -> None:
         devmod.install_accelerator_shims()
         devmod.install_serialization()
         devmod.install_printing()
+        devmod.install_nested_guard()
         _register_kernels()
+        # The kernels are Python frames that run while torch.compile'd code executes
+        # eagerly (after a graph break): Dynamo must never try to trace them.
+        from torch._dynamo import trace_rules
+
+        trace_rules.add("sweeper.devices.trnsim")
         from sweeper.devices.trnsim import autocast
 
         autocast.register(_lib("AutocastPrivateUse1"))
         apply_profile(state.active_profile())
+        from sweeper.devices.trnsim import compiler
+
+        compiler.register_backend()
         _DONE["ok"] = True
 
 
@@ -131,6 +140,9 @@ def _special_kernels() -> dict[str, Any]:
         "aten::resize_": special.resize_,
         "aten::set_": special.set_empty,
         "aten::set_.source_Storage": special.set_storage,
+        "aten::set_.source_Storage_storage_offset": special.metadata_only(aten.set_.source_Storage_storage_offset),
+        "aten::set_.source_Tensor": special.metadata_only(aten.set_.source_Tensor),
+        "aten::set_.source_Tensor_storage_offset": special.metadata_only(aten.set_.source_Tensor_storage_offset),
         "aten::convolution_overrideable": special.convolution_overrideable,
         "aten::convolution_backward_overrideable": special.convolution_backward_overrideable,
     }

@@ -33,6 +33,18 @@ class TrnsimModule:
         if index not in (None, 0):
             raise RuntimeError(f"trnsim has one device; got index {index}")
 
+    class device:  # noqa: N801 - the name torch.<backend>.device is a convention
+        """Context manager selecting a device; one device, so it only validates."""
+
+        def __init__(self, device: Any) -> None:
+            self.device = device
+
+        def __enter__(self) -> None:
+            TrnsimModule().set_device(self.device)
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
     def get_device_name(self, device: Any = None) -> str:
         return "trnsim (simulated accelerator)"
 
@@ -138,7 +150,7 @@ def install_serialization() -> None:
     """``torch.save`` tags trnsim storages; ``torch.load`` restores them without a copy."""
     if "serialization" in _SHIMMED:
         return
-    torch.serialization.register_package(31, _tag, _restore)
+    torch.serialization.register_package(15, _tag, _restore)
     _SHIMMED["serialization"] = True
 
 
@@ -164,3 +176,29 @@ def install_printing() -> None:
         return original(self, tensor_contents=tensor_contents)
 
     ts._str = _str
+
+
+def install_nested_guard() -> None:
+    """Refuse jagged NestedTensors over trnsim values when the profile turns nested off.
+
+    A jagged NestedTensor is a Python subclass whose ops reach the device as dense ops, so
+    the dispatch-key guard that catches strided NestedTensors never sees it: check at birth.
+    """
+    if "nested" in _SHIMMED:
+        return
+    from torch.nested._internal.nested_tensor import NestedTensor
+
+    original = NestedTensor.__init__
+    _SHIMMED["nested"] = original
+
+    def __init__(self: Any, values: torch.Tensor, offsets: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        if values.device.type == "trnsim":
+            from sweeper.devices.trnsim import state
+            from sweeper.devices.trnsim.errors import UnsupportedFeatureError
+
+            if not state.active_profile().allows("nested"):
+                state.refuse(UnsupportedFeatureError("trnsim has no nested (jagged) tensors",
+                                                     op="aten::_nested_from_jagged", feature="nested"))
+        original(self, values, offsets, *args, **kwargs)
+
+    NestedTensor.__init__ = __init__

@@ -86,6 +86,15 @@ def convolution_backward_overrideable(grad: Tensor, inp: Tensor, weight: Tensor,
                              output_padding, groups, output_mask)
 
 
+def metadata_only(op: Any) -> Any:
+    """Kernel for an op whose CPU kernel only rewires sizes/strides/storage (``set_``)."""
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return op.redispatch(_CPU_KEYS, *args, **kwargs)
+
+    return kernel
+
+
 def refuse_forward_ad(*args: Any, **kwargs: Any) -> Any:
     """``_make_dual`` on trnsim: forward-mode AD is a feature the profile may turn off."""
     if not state.active_profile().allows("forward_ad"):
@@ -99,7 +108,8 @@ def refuse_layout(feature: str) -> Any:
     """A boxed fallback for the sparse / nested dispatch keys of the device."""
 
     def fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedFeatureError(f"{op}: trnsim has no {feature} tensors", op=str(op), feature=feature)
+        name = f"aten::{op._schema.name.split('::')[-1]}" + ("" if op._overloadname == "default" else f".{op._overloadname}")
+        raise UnsupportedFeatureError(f"{name}: trnsim has no {feature} tensors", op=name, feature=feature)
 
     return fallback
 

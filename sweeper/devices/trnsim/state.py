@@ -8,24 +8,17 @@ is open (``RECORDING`` is checked by the kernels before calling ``note_op``).
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
+from sweeper.devices.base import Recording
 from sweeper.devices.trnsim.errors import TrnsimError, UnsupportedOpError
 from sweeper.devices.trnsim.profile import Profile, load_profile
 from sweeper.records import Reason
 
 
-@dataclass
-class OpRecording:
-    """What ran on trnsim inside a ``recording()`` block."""
-
-    ops: Counter = field(default_factory=Counter)
-    fallback_ops: Counter = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)
-    blockers: list[Reason] = field(default_factory=list)
-    compile_problems: list[str] = field(default_factory=list)
+# What ran on trnsim inside a ``recording()`` block: the sweep's own Recording type, so the
+# device hands it over as is (ops, fallback_ops, errors, blockers, compile_problems).
+OpRecording = Recording
 
 
 class _State:

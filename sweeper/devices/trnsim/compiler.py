@@ -1,0 +1,111 @@
+"""``torch.compile(backend="trnsim")``: check captured graphs against the profile, lower
+them to StableHLO with Torch-MLIR, then run them on trnsim tensors.
+
+Which profile ops survive AOT decompositions, and why:
+
+* AOT autograd decomposes with Torch-MLIR's table (the graphs its StableHLO path expects)
+  *minus every op the profile gives a non-native compile policy*: those stay in the graph
+  as themselves, so an op the chip's compiler cannot lower is refused by name instead of
+  disappearing into primitives that happen to legalize.
+* Some ops never reach a backend undecomposed: PyTorch's Python dispatcher rewrites them
+  during tracing for every backend (``upsample_bilinear2d.vec`` becomes ``_unsafe_index``
+  arithmetic). To keep the profile honest about them, the Dynamo graph is first replayed
+  on fake tensors and the aten ops eager execution would dispatch are checked too. So the
+  profile applies to what the model asks for, and Torch-MLIR judges what is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from sweeper.devices.trnsim import lowering, state
+from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, TrnsimError
+from sweeper.devices.trnsim.graphcheck import (
+    check_graph,
+    eager_ops,
+    refuse_data_dependent,
+    refuse_ops,
+    symbolic_inputs,
+)
+
+_REGISTERED: dict[str, bool] = {}
+
+
+def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """The Dynamo backend: profile checks, AOT autograd, per-graph lowering."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    profile = state.active_profile()
+    if not profile.allows("dynamic_shapes") and symbolic_inputs(gm, example_inputs):
+        _refuse(DynamicShapeError("trnsim compiles static shapes only: the graph has symbolic input shapes "
+                                  "(torch.compile(dynamic=True) or automatic dynamic shapes)", feature="dynamic_shapes"))
+    ops = eager_ops(gm, example_inputs)
+    refuse_data_dependent(ops, profile)
+    refuse_ops([name for name, dependent in ops.items() if not dependent], profile)
+
+    def stage(kind: str) -> Callable[..., Any]:
+        def compile_graph(aten_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
+            check_graph(aten_gm, kind, profile)
+            _lower(aten_gm, kind)
+            return make_boxed_func(aten_gm.forward)
+
+        return compile_graph
+
+    table = {op: fn for op, fn in lowering.decomposition_table().items()
+             if profile.policy(lowering.op_name(op), "compile") == "native"}
+    backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
+                           inference_compiler=stage("inference"), decompositions=table)
+    return backend(gm, example_inputs)
+
+
+def _lower(gm: torch.fx.GraphModule, kind: str) -> None:
+    """Lower to StableHLO; a failure to legalize is a compile error naming the op."""
+    if not lowering.available():
+        state.note_compile_problem(f"{kind} graph not lowered: torch-mlir is not installed")
+        return
+    result = lowering.lower(gm, name=kind)
+    if not result.ok:
+        _refuse(LoweringError(f"{kind} graph: {result.op or 'an op'} failed to legalize to StableHLO: {result.message}",
+                              op=result.op))
+
+
+def _refuse(exc: TrnsimError) -> None:
+    state.note_compile_problem(f"{exc.reason_kind.value}: {exc}")
+    state.refuse(exc)
+
+
+def graph_break_reasons() -> list[str]:
+    """First lines of Dynamo's graph-break reasons so far (reset by ``torch._dynamo.reset``)."""
+    from torch._dynamo.utils import counters
+
+    return [reason.strip().splitlines()[0] for reason in counters["graph_break"]]
+
+
+def graph_break_count() -> int:
+    """Number of graph breaks Dynamo recorded so far."""
+    from torch._dynamo.utils import counters
+
+    return int(sum(counters["graph_break"].values()))
+
+
+def register_backend() -> None:
+    """Make ``backend="trnsim"`` known to torch.compile (idempotent).
+
+    Data-dependent output shapes (``nonzero``) are captured into the graph instead of
+    breaking it, so the compiler sees them and refuses them per the profile, as the chip's
+    compiler would; and shapes stay static on recompiles, since the chip has no dynamic
+    shapes. Both are process-wide Dynamo settings: one device per process.
+    """
+    if _REGISTERED:
+        return
+    from torch._dynamo import config
+    from torch._dynamo.backends.registry import register_backend as register
+
+    register(name="trnsim")(trnsim_backend)
+    config.capture_dynamic_output_shape_ops = True
+    config.automatic_dynamic_shapes = False
+    _REGISTERED["trnsim"] = True

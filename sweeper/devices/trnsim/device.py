@@ -1,0 +1,91 @@
+"""``TrnsimDevice``: the simulated accelerator as a sweep device."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+from sweeper.devices.base import Device, Recording
+
+
+class TrnsimDevice(Device):
+    """``--device trnsim``: PrivateUse1 device over host memory, refusing per its profile.
+
+    Options: ``profile`` (a TOML path; None = ``configs/devices/trnsim.toml``) and
+    ``collect_all`` (record every refusal as a blocker and run on instead of raising).
+    """
+
+    name = "trnsim"
+    description = "simulated Trainium-like accelerator (PrivateUse1 over the CPU; refuses per its profile)"
+    needs = "nothing (torch-mlir for the compile stage's StableHLO lowering)"
+
+    def __init__(self, spec: str, **options: Any) -> None:
+        super().__init__(spec, **options)
+        self.profile_path: str | None = options.get("profile")
+        self.collect_all = bool(options.get("collect_all", False))
+        self._profile: Any = None
+
+    @property
+    def torch_device(self) -> str:
+        return "trnsim"
+
+    @property
+    def compile_backend(self) -> str:
+        return "trnsim"
+
+    def available(self) -> tuple[bool, str]:
+        import torch
+
+        current = torch._C._get_privateuse1_backend_name()
+        if current not in ("privateuseone", "trnsim"):
+            return False, f"this process already named PrivateUse1 {current!r}"
+        return True, ""
+
+    def setup(self) -> None:
+        """Register the backend and the compile backend; load the profile (idempotent)."""
+        from sweeper.devices import trnsim
+        from sweeper.devices.trnsim import compiler
+
+        if self._profile is None:
+            self._profile = trnsim.load_profile(self.profile_path)
+        trnsim.apply_profile(self._profile)
+        compiler.register_backend()
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Recording]:
+        """Ops, host fallbacks, refusals (and blockers in collect-all mode) of the block."""
+        self.setup()
+        from sweeper.devices.trnsim import state
+
+        with state.recording() as rec, state.collect_all(self.collect_all):
+            yield rec
+
+    def synchronize(self) -> None:
+        """Execution is synchronous."""
+
+    def reset_peak_memory(self) -> None:
+        from sweeper.devices.trnsim import storage
+
+        storage.reset_peak_memory_stats()
+
+    def peak_memory_bytes(self) -> int | None:
+        from sweeper.devices.trnsim import storage
+
+        return storage.max_memory_allocated()
+
+    def profile_info(self) -> dict[str, str]:
+        """Name and content hash of the profile records carry."""
+        if self._profile is None:
+            from sweeper.devices import trnsim
+
+            self._profile = trnsim.load_profile(self.profile_path)
+        return self._profile.info()
+
+    def reset_between_models(self) -> None:
+        """Drop compiled graphs and free the last model's memory."""
+        import torch
+
+        torch._dynamo.reset()
+        gc.collect()

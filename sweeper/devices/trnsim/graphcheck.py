@@ -1,0 +1,117 @@
+"""Checks of captured graphs against the profile: dtypes, op policies, symbolic shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from sweeper.devices.trnsim import state
+from sweeper.devices.trnsim.errors import DynamicShapeError, UnsupportedDtypeError, UnsupportedOpError
+from sweeper.devices.trnsim.lowering import op_name
+from sweeper.devices.trnsim.profile import Profile
+
+
+def symbolic_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """Whether the graph was captured with symbolic shapes."""
+    for value in example_inputs:
+        if isinstance(value, torch.SymInt):
+            return True
+        if isinstance(value, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in value.shape):
+            return True
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta.get("example_value")
+            if isinstance(val, torch.SymInt) or (isinstance(val, torch.Tensor) and
+                                                 any(isinstance(s, torch.SymInt) for s in val.shape)):
+                return True
+    return False
+
+
+class _OpScan(TorchDispatchMode):
+    """Collects the aten ops a graph dispatches (before any Python decomposition), noting
+    which produce data-dependent output shapes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: dict[str, bool] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+        out = func(*args, **(kwargs or {}))
+        name = op_name(func)
+        self.ops[name] = self.ops.get(name, False) or bool(free_unbacked_symbols(out))
+        return out
+
+
+def eager_ops(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, bool]:
+    """Aten ops the Dynamo graph reaches when run eagerly (replayed on fake tensors), each
+    with whether its output shape depends on data."""
+    from torch._guards import detect_fake_mode
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
+    with fake_mode:
+        inputs = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not _is_fake(x) else x
+                  for x in example_inputs]
+    scan = _OpScan()
+    try:
+        with fake_mode, scan, torch.no_grad():
+            torch.fx.Interpreter(gm).run(*inputs)
+    except Exception as exc:  # a replay failure must not hide the graph: AOT checks it too
+        state.note_compile_problem(f"pre-decomposition scan incomplete: {type(exc).__name__}: {exc}"[:300])
+    return scan.ops
+
+
+def _is_fake(x: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(x, FakeTensor)
+
+
+def refuse_data_dependent(ops: dict[str, bool], profile: Profile) -> None:
+    """Refuse ops with data-dependent output shapes unless the profile allows dynamic shapes."""
+    if profile.allows("dynamic_shapes"):
+        return
+    for name, dependent in ops.items():
+        if dependent:
+            _refuse(DynamicShapeError(f"{name} has a data-dependent output shape; trnsim compiles static shapes only",
+                                      op=name, feature="dynamic_shapes"))
+
+
+def refuse_ops(ops: Iterable[str], profile: Profile) -> None:
+    """Apply the compile policy to ops (refuse ``error``, note ``fallback``)."""
+    for name in ops:
+        policy = profile.policy(name, "compile")
+        if policy == "error":
+            family = profile.families.get(name) or profile.families.get(name.split(".", 1)[0], "")
+            _refuse(UnsupportedOpError(f"{name} has no trnsim compiler lowering ({family})", op=name))
+        elif policy == "fallback":
+            state.note_compile_problem(f"{name} runs on the host inside the compiled graph")
+
+
+def check_graph(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
+    """Check every node of an aten graph: output dtypes, op policy, data-dependent shapes."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            name = op_name(node.target)
+            if not profile.allows("dynamic_shapes") and val is not None and free_unbacked_symbols(val):
+                _refuse(DynamicShapeError(f"{kind} graph: {name} has a data-dependent output shape",
+                                          op=name, feature="dynamic_shapes"))
+            refuse_ops([name], profile)
+        for t in val if isinstance(val, (list, tuple)) else [val]:
+            if isinstance(t, torch.Tensor) and t.dtype not in profile.dtypes:
+                name = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else node.name
+                _refuse(UnsupportedDtypeError(f"{kind} graph: {name} produces {t.dtype}, which trnsim lacks",
+                                              op=name if "::" in name else None, dtype=str(t.dtype)))
+
+
+def _refuse(exc: Any) -> None:
+    state.note_compile_problem(f"{exc.reason_kind.value}: {exc}")
+    state.refuse(exc)
