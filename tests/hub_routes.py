@@ -112,6 +112,9 @@ def _lfs_object(server: HubServer, req: Request, m: re.Match[str]) -> None:
                 headers = {"ETag": f'"{m["oid"]}"', "X-Repo-Commit": repo.sha, "Accept-Ranges": "bytes"}
                 _send_bytes(req, data, headers)
                 return
+    if m["oid"] in server.lfs_objects:
+        _send_bytes(req, server.lfs_objects[m["oid"]], {"ETag": f'"{m["oid"]}"'})
+        return
     req.error(404, "EntryNotFound", f"no object {m['oid']}")
 
 

@@ -3,11 +3,12 @@
 ``HubServer`` serves the routes ``huggingface_hub`` and ``transformers`` use to list
 models, read model info and download files (see shared/notes/hub.md), from repos the
 test adds in memory. Routes live in a table (``server.route(method, pattern)``), so more
-can be added without touching the handler: ``hub_upload.py`` adds the dataset upload
-routes that ``push_to_hub`` needs.
+can be added without touching the handler. ``hub_routes.py`` holds the read routes,
+``hub_upload.py`` the write routes (repo create, preupload, LFS, commit) that
+``datasets.Dataset.push_to_hub`` and ``HfApi.upload_file`` need.
 
-The ``hub_server`` fixture starts one per test and points the client at it; import it
-into a conftest or test module (``from hub_server import hub_server``).
+The ``hub_server`` fixture in ``hub_fixtures.py`` starts one per test and points the
+client at it.
 """
 
 from __future__ import annotations
@@ -15,16 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
-
-import pytest
 
 Handler = Callable[["Request", "re.Match[str]"], None]
 # Files served through the large-file (LFS) path: a redirect plus X-Linked-* headers.
@@ -97,8 +95,7 @@ class Request:
         self.path = parts.path
         self.query = parse_qs(parts.query)
         self.headers = handler.headers
-        length = int(handler.headers.get("Content-Length") or 0)
-        self.body = handler.rfile.read(length) if length else b""
+        self.body = _read_body(handler)
 
     @property
     def base_url(self) -> str:
@@ -140,12 +137,15 @@ class HubServer:
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self.log: list[tuple[str, str, int]] = []  # (method, path, status) per request
         self.auth_seen: list[str] = []  # Authorization headers received, to check tokens are sent
+        self.lfs_objects: dict[str, bytes] = {}  # uploaded large files by sha256, until committed
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         from hub_routes import add_read_routes
+        from hub_upload import add_upload_routes
 
         add_read_routes(self)
+        add_upload_routes(self)
 
     def route(self, method: str, pattern: str) -> Callable[[Handler], Handler]:
         """Decorator adding a handler for ``method`` and a full-path regex."""
@@ -211,6 +211,20 @@ class HubServer:
         request.error(404, "NotFound", f"no route for {request.method} {request.path}")
 
 
+def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The request body, sized by Content-Length or sent chunked (file uploads are)."""
+    if "chunked" in (handler.headers.get("Transfer-Encoding") or "").lower():
+        parts = []
+        while size := int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            parts.append(handler.rfile.read(size))
+            handler.rfile.readline()  # the CRLF after each chunk
+        while handler.rfile.readline().strip():
+            pass  # trailers, up to the blank line
+        return b"".join(parts)
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length else b""
+
+
 def _make_handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -237,85 +251,3 @@ def _make_handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def point_client_at(url: str, monkeypatch: Any, hf_home: Path) -> None:
-    """Point huggingface_hub (and datasets, if loaded) at ``url`` with a fresh cache.
-
-    The client reads HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE into module constants when it
-    is imported, so setting the environment alone is not enough once it is loaded: the
-    constants, and the module-level ``HfApi`` behind ``huggingface_hub.list_models``, are
-    patched too. Everything is undone by ``monkeypatch`` after the test.
-    """
-    import sys
-
-    from huggingface_hub import constants, hf_api
-
-    hub_cache = hf_home / "hub"
-    monkeypatch.setenv("HF_ENDPOINT", url)
-    monkeypatch.setenv("HF_HOME", str(hf_home))
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    patches = {
-        "ENDPOINT": url,
-        "HUGGINGFACE_CO_URL_TEMPLATE": url + "/{repo_id}/resolve/{revision}/{filename}",
-        "HF_HUB_OFFLINE": False,
-        "HF_HOME": str(hf_home),
-        "HF_HUB_CACHE": str(hub_cache),
-        "HF_ASSETS_CACHE": str(hf_home / "assets"),
-        "HF_TOKEN_PATH": str(hf_home / "token"),
-        "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
-        "HF_HUB_DISABLE_TELEMETRY": True,
-    }
-    for name, value in patches.items():
-        monkeypatch.setattr(constants, name, value, raising=False)
-    monkeypatch.setattr(hf_api.api, "endpoint", url)
-    datasets_config = sys.modules.get("datasets.config")
-    if datasets_config is not None:  # imported already: its import-time copies are stale
-        monkeypatch.setattr(datasets_config, "HF_ENDPOINT", url)
-        monkeypatch.setattr(datasets_config, "HUB_DATASETS_URL", url + "/datasets/{repo_id}/resolve/{revision}/{path}")
-        monkeypatch.setattr(datasets_config, "HF_HUB_OFFLINE", False)
-        monkeypatch.setattr(datasets_config, "HF_DATASETS_OFFLINE", False, raising=False)
-
-
-def save_tiny_bert(folder: Path, **config_overrides: Any) -> Path:
-    """Save a tiny random BertForMaskedLM (safetensors) into ``folder``; returns it."""
-    import torch
-    from transformers import BertConfig, BertForMaskedLM
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, **config_overrides,
-    )
-    BertForMaskedLM(config).save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture
-def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
-    """A started ``HubServer`` with the Hub client pointed at it (online, fresh HF_HOME)."""
-    server = HubServer(page_size=3).start()
-    point_client_at(server.url, monkeypatch, tmp_path / "hf_home")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def populate(server: HubServer, count: int = 7) -> None:
-    """``count`` models with distinct downloads; some say their type by config, some by tag."""
-    for i in range(count):
-        files = {"config.json": json.dumps({"model_type": "gpt2"}).encode()} if i % 2 == 0 else {"README.md": b"x"}
-        server.add_repo(
-            f"org/model-{i}", files, downloads=1000 - i * 10, pipeline_tag="text-generation" if i % 2 else None,
-            library_name="transformers", tags=["transformers", "pytorch", "bert", "region:us"],
-        )
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

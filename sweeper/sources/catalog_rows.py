@@ -11,7 +11,7 @@ import csv
 import gzip
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -20,6 +20,7 @@ from sweeper.errors import UsageError
 SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".jsonl.gz", ".ndjson", ".parquet")
 # Column names accepted for each field; the first is the documented one.
 _ALIASES = {"id": ("id", "model_id", "modelId"), "revision": ("revision", "sha")}
+_FIELDS = ("id", "rank", "downloads", "pipeline_tag", "library_name", "model_type", "revision", "config")
 
 
 class Row(NamedTuple):
@@ -70,11 +71,20 @@ def _csv_rows(path: Path, handle: IO[str]) -> Iterator[Row]:
         raise UsageError(f"catalog {path} is empty (no header line)")
     names = [h.strip().lstrip("\ufeff") for h in header]
     _check_id_column(path, names)
+    # Column positions per field, found once: the per-row work is then plain indexing.
+    positions = [(f, tuple(names.index(k) for k in keys)) for f, keys in _layout(names).items()]
+    single = all(len(idx) <= 1 for _, idx in positions)
+    first = [(f, idx[0] if idx else len(names) + 1) for f, idx in positions]
     for values in reader:
-        if not any(v.strip() for v in values):
-            continue  # blank lines carry no model
-        record = dict(zip(names, values, strict=False))
-        yield _row(record, path, f"line {reader.line_num}")
+        width = len(values)
+        if single:  # the usual file: one column per field, no alias to choose between
+            record = {f: values[i] if i < width else None for f, i in first}
+        else:
+            record = {f: _first(values[i] for i in idx if i < width) for f, idx in positions}
+        if record["id"] is None or not record["id"].strip():
+            if not any(v.strip() for v in values):
+                continue  # blank lines carry no model
+        yield _row(record, path, "line", reader.line_num)
 
 
 def _jsonl_rows(path: Path, handle: IO[str]) -> Iterator[Row]:
@@ -91,7 +101,7 @@ def _jsonl_rows(path: Path, handle: IO[str]) -> Iterator[Row]:
         if not checked:
             _check_id_column(path, list(record))
             checked = True
-        yield _row(record, path, f"line {number}")
+        yield _row(_canonical(record), path, "line", number)
 
 
 def _parquet_rows(path: Path) -> Iterator[Row]:
@@ -106,7 +116,7 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
     for batch in parquet.iter_batches(batch_size=8192):
         for record in batch.to_pylist():
             number += 1
-            yield _row(record, path, f"row {number}")
+            yield _row(_canonical(record), path, "row", number)
 
 
 def _check_id_column(path: Path, names: list[str]) -> None:
@@ -115,41 +125,52 @@ def _check_id_column(path: Path, names: list[str]) -> None:
         raise UsageError(f"catalog {path} has no 'id' column (columns: {shown})")
 
 
-def _field(record: Mapping[str, Any], name: str) -> Any:
-    for alias in _ALIASES.get(name, (name,)):
-        value = record.get(alias)
-        if not _is_empty(value):
-            return value
-    return None
+def _layout(names: list[str]) -> dict[str, tuple[str, ...]]:
+    """For each field, the columns present that may hold it (aliases in preference order)."""
+    present = set(names)
+    return {f: tuple(k for k in _ALIASES.get(f, (f,)) if k in present) for f in _FIELDS}
 
 
-def _row(record: Mapping[str, Any], path: Path, where: str) -> Row:
-    model_id = _text(_field(record, "id"))
+def _first(values: Iterable[Any]) -> Any:
+    """The first non-empty value (a field may come from more than one alias column)."""
+    return next((v for v in values if not _is_empty(v)), None)
+
+
+def _canonical(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {f: _first(record.get(k) for k in _ALIASES.get(f, (f,))) for f in _FIELDS}
+
+
+def _row(record: Mapping[str, Any], path: Path, unit: str, number: int) -> Row:
+    """Validate one record already keyed by field name; ``unit number`` locates errors."""
+    model_id = _text(record["id"])
     if model_id is None:
-        raise UsageError(f"catalog {path} {where}: empty id")
-    rank = _count(_field(record, "rank"), "rank", path, where, minimum=1)
+        raise UsageError(f"catalog {path} {unit} {number}: empty id")
+    rank, downloads, config = record["rank"], record["downloads"], record["config"]
     return Row(
         model_id=model_id,
-        rank=rank,
-        downloads=_count(_field(record, "downloads"), "downloads", path, where, minimum=0),
-        pipeline_tag=_text(_field(record, "pipeline_tag")),
-        library_name=_text(_field(record, "library_name")),
-        model_type=_text(_field(record, "model_type")),
-        revision=_text(_field(record, "revision")),
-        config=_config(_field(record, "config"), path, where),
+        rank=None if rank is None else _count(rank, "rank", path, f"{unit} {number}", minimum=1),
+        downloads=None if downloads is None else _count(downloads, "downloads", path, f"{unit} {number}", minimum=0),
+        pipeline_tag=_text(record["pipeline_tag"]),
+        library_name=_text(record["library_name"]),
+        model_type=_text(record["model_type"]),
+        revision=_text(record["revision"]),
+        config=None if config is None else _config(config, path, f"{unit} {number}"),
     )
 
 
 def _is_empty(value: Any) -> bool:
     if value is None:
         return True
-    if isinstance(value, float) and math.isnan(value):
-        return True  # Parquet/pandas write missing numbers as NaN
-    return isinstance(value, str) and not value.strip()
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, float) and math.isnan(value)  # Parquet/pandas write NaN for missing
 
 
 def _text(value: Any) -> str | None:
-    return None if _is_empty(value) else str(value).strip()
+    if value is None:
+        return None
+    text = value.strip() if isinstance(value, str) else ("" if _is_empty(value) else str(value))
+    return text or None
 
 
 def _count(value: Any, what: str, path: Path, where: str, *, minimum: int) -> int | None:
@@ -177,7 +198,7 @@ def _count(value: Any, what: str, path: Path, where: str, *, minimum: int) -> in
 
 
 def _config(value: Any, path: Path, where: str) -> dict[str, Any] | None:
-    if value is None:
+    if _is_empty(value):
         return None
     if isinstance(value, str):
         try:

@@ -14,7 +14,8 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from hub_server import HubServer, closed_port, hub_server, save_tiny_bert, sha256_hex  # noqa: F401  (fixture)
+from hub_fixtures import closed_port, hub_server, save_tiny_bert  # noqa: F401  (fixture)
+from hub_server import HubServer, sha256_hex
 from transformers import AutoModelForMaskedLM, BertForMaskedLM
 
 from sweeper.config import SweepConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hub_server import hub_server  # noqa: F401  (the fixture, shared with other test folders)
+from hub_fixtures import hub_server  # noqa: F401  (the fixture, shared with other test folders)
 
 
 @pytest.fixture(autouse=True)

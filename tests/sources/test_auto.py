@@ -9,7 +9,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hub_server import HubServer, closed_port, populate
+from hub_fixtures import closed_port, populate
+from hub_server import HubServer
 
 import sweeper.sources.registry  # noqa: F401  (registers the real sources before the tests swap any)
 from sweeper.config import SweepConfig

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hub_server import HubServer, closed_port, populate
+from hub_fixtures import closed_port, populate
+from hub_server import HubServer
 
 from sweeper.config import SweepConfig
 from sweeper.errors import UsageError
