@@ -39,6 +39,7 @@ class Analysis:
 
 def analyse(data: SweepData) -> Analysis:
     """Run every aggregation over one sweep."""
+    sigs = roadmap.signatures(data)
     return Analysis(
         data=data,
         overview=aggregate.overview(data),
@@ -46,8 +47,8 @@ def analyse(data: SweepData) -> Analysis:
         stages=aggregate.stage_summary(data),
         not_tested=aggregate.not_tested(data),
         reasons=aggregate.top_reasons(data, limit=100),
-        ops=roadmap.op_ranking(data),
-        plan=roadmap.greedy_plan(data),
+        ops=roadmap.op_ranking(data, sigs),
+        plan=roadmap.greedy_plan(data, sigs),
         fallbacks=aggregate.fallback_table(data),
         breaks=aggregate.graph_break_table(data),
         problems=aggregate.compile_problem_table(data),

@@ -68,10 +68,11 @@ def _coverage(a: Analysis) -> plt.Figure | None:
     w = weight(m).to_numpy(dtype=float) if a.weighted else np.ones(len(m))
     passed = (m["category"] == "pass").to_numpy()
     total = w.sum() or 1.0
-    x = np.arange(1, len(m) + 1)
+    # At most ~2,000 log-spaced points: the curve looks the same and draws fast at 100,000.
+    idx = np.unique(np.geomspace(1, len(m), num=min(len(m), 2000)).astype(int)) - 1
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(x, np.cumsum(w) / total * 100, color="#9e9e9e", label="all models up to this rank")
-    ax.plot(x, np.cumsum(w * passed) / total * 100, color=COLORS["pass"], label="passing end to end")
+    ax.plot(idx + 1, (np.cumsum(w) / total * 100)[idx], color="#9e9e9e", label="all models up to this rank")
+    ax.plot(idx + 1, (np.cumsum(w * passed) / total * 100)[idx], color=COLORS["pass"], label="passing end to end")
     unit = "downloads" if a.weighted else "models"
     ax.set_xlabel("models by rank")
     ax.set_ylabel(f"% of the catalog's {unit}")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from sweeper.report.analysis import analyse, summary
-from sweeper.report.load import read_sweep
+from sweeper.report.load import gc_paused, read_sweep
 
 REPORT_FILE = "report.md"
 MODELS_FILE = "models.md"
@@ -19,10 +19,14 @@ DIFF_FILE = "diff.md"
 def write_report(out_dir: Path, *, charts: bool = True) -> Path:
     """Build report.md, summary.json, records.parquet and charts/*.png in ``out_dir``
     from its records; return the path of report.md. Raises ``UsageError`` on bad input."""
+    with gc_paused():  # the frames and lists of a large sweep live until the end
+        return _write_report(Path(out_dir), charts=charts)
+
+
+def _write_report(out_dir: Path, *, charts: bool) -> Path:
     from sweeper.report import markdown, sections
     from sweeper.report.export import write_parquet
 
-    out_dir = Path(out_dir)
     data = read_sweep(out_dir)
     a = analyse(data)
     written = []

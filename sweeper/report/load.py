@@ -8,7 +8,10 @@ long tables keyed by ``key`` so that aggregation is plain pandas.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,9 @@ class SweepData:
     problems: pd.DataFrame  # key, problem
     meta: dict[str, Any] = field(default_factory=dict)
     skipped_lines: int = 0
+    # Per model, in ``models`` order: blockers, fallback_ops, graph_break_reasons and
+    # compile_problems as lists (what records.parquet stores).
+    nested: dict[str, list] = field(default_factory=dict)
 
     @property
     def has_downloads(self) -> bool:
@@ -71,11 +77,24 @@ def read_sweep(out_dir: Path) -> SweepData:
     path = out_dir / RECORDS_FILE
     if not path.is_file():
         raise UsageError(f"no {RECORDS_FILE} in {out_dir}: is it a sweep output folder?")
-    raws, skipped, first_problem = _read_lines(path)
-    if skipped and not raws:
-        raise UsageError(f"{path} holds no readable records ({first_problem})")
-    meta = read_meta(out_dir)
-    return build(list(raws.values()), meta=meta, skipped_lines=skipped)
+    with gc_paused():
+        entries, skipped, first_problem = _read_lines(path)
+        if skipped and not entries:
+            raise UsageError(f"{path} holds no readable records ({first_problem})")
+        return build(list(entries.values()), meta=read_meta(out_dir), skipped_lines=skipped)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: reading builds millions of long-lived containers
+    and repeated collections over them would take most of the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def read_meta(out_dir: Path) -> dict[str, Any]:
@@ -90,9 +109,15 @@ def read_meta(out_dir: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _read_lines(path: Path) -> tuple[dict[str, dict], int, str]:
-    """Parsed records by key (last wins), the count of skipped lines, the first problem."""
-    raws: dict[str, dict] = {}
+# One record boiled down to what reports use: (row, stage statuses, stage a worker died
+# in, blockers, fallbacks, graph-break reasons, compile problems). Keeping this instead of
+# the parsed JSON keeps memory small for 100,000-record sweeps.
+Entry = tuple[tuple, dict[str, str], Any, list[tuple], list[tuple], list[str], list[str]]
+
+
+def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
+    """Entries by key (last wins), the count of skipped lines, the first problem."""
+    entries: dict[str, Entry] = {}
     skipped, first_problem = 0, ""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, 1):
@@ -109,50 +134,87 @@ def _read_lines(path: Path) -> tuple[dict[str, dict], int, str]:
                 skipped += 1
                 first_problem = first_problem or problem
                 continue
-            key = str(raw.get("key") or raw["model_id"])
-            raws.pop(key, None)  # re-insert so file order follows the last write
-            raws[key] = raw
-    return raws, skipped, first_problem
+            entry = entry_of(raw)
+            entries.pop(entry[0][0], None)  # re-insert so the order follows the last write
+            entries[entry[0][0]] = entry
+    return entries, skipped, first_problem
 
 
-def build(raws: list[dict], *, meta: dict[str, Any] | None = None, skipped_lines: int = 0) -> SweepData:
-    """Frames from record dicts (``ModelRecord.to_dict`` shape)."""
-    meta = meta or {}
-    stages = _sweep_stages(raws, meta)
-    rows, blockers, fallbacks, breaks, problems = [], [], [], [], []
-    for raw in raws:
-        row = _model_row(raw, stages)
-        rows.append(row)
-        key = row["key"]
-        if row["status"] != "pass":
-            found = _blockers(raw)
-            row["blocker_count"] = len(found)
-            for b in found:
-                blockers.append((key, b.get("kind") or "unknown", b.get("op"), b.get("message") or ""))
-        for op, calls in (raw.get("fallback_ops") or {}).items():
-            fallbacks.append((key, str(op), int(calls or 0)))
-        breaks.extend((key, str(r)) for r in raw.get("graph_break_reasons") or [])
-        problems.extend((key, str(p)) for p in raw.get("compile_problems") or [])
-    models = pd.DataFrame(rows, columns=MODEL_COLUMNS + [f"stage_{s}" for s in stages])
-    models["downloads"] = models["downloads"].astype("Int64")
-    models["rank"] = models["rank"].astype("Int64")
-    models = models.sort_values(["rank", "key"], na_position="last", kind="stable").reset_index(drop=True)
-    return SweepData(
-        models=models,
-        stages=stages,
-        blockers=pd.DataFrame(blockers, columns=["key", "kind", "op", "message"]),
-        fallbacks=pd.DataFrame(fallbacks, columns=["key", "op", "calls"]),
-        breaks=pd.DataFrame(breaks, columns=["key", "reason"]),
-        problems=pd.DataFrame(problems, columns=["key", "problem"]),
-        meta=meta,
-        skipped_lines=skipped_lines,
+def entry_of(raw: dict) -> Entry:
+    """The parts of one record dict (``ModelRecord.to_dict`` shape) that reports use."""
+    row = _model_row(raw)
+    blockers = []
+    if raw["status"] != "pass":
+        blockers = [(b.get("kind") or "unknown", b.get("op") or None, b.get("message") or "") for b in _blockers(raw)]
+        row = row[:_COUNT] + (len(blockers),) + row[_COUNT + 1 :]
+    stages = {name: e.get("status") for name, e in (raw.get("stages") or {}).items() if isinstance(e, dict)}
+    fallbacks = [(str(op), int(calls or 0)) for op, calls in (raw.get("fallback_ops") or {}).items()]
+    return (
+        row,
+        stages,
+        (raw.get("notes") or {}).get("stage"),
+        blockers,
+        fallbacks,
+        [str(r) for r in raw.get("graph_break_reasons") or []],
+        [str(p) for p in raw.get("compile_problems") or []],
     )
 
 
-def _sweep_stages(raws: list[dict], meta: dict[str, Any]) -> list[str]:
+def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_lines: int = 0) -> SweepData:
+    """Frames from entries (see ``entry_of``)."""
+    meta = meta or {}
+    stages = _sweep_stages(entries, meta)
+    rows, stage_rows = [], []
+    blockers, fallbacks, breaks, problems = [], [], [], []
+    nested: dict[str, list] = {"blockers": [], "fallback_ops": [], "graph_break_reasons": [], "compile_problems": []}
+    for row, recorded, died_in, blk, fb, br, pr in entries:
+        rows.append(row)
+        stage_rows.append(_stage_statuses(recorded, died_in, stages))
+        key = row[0]
+        blockers.extend((key, *b) for b in blk)
+        fallbacks.extend((key, *f) for f in fb)
+        breaks.extend((key, r) for r in br)
+        problems.extend((key, p) for p in pr)
+        nested["blockers"].append([{"kind": k, "op": o, "message": m} for k, o, m in blk])
+        nested["fallback_ops"].append([{"op": o, "calls": c} for o, c in fb])
+        nested["graph_break_reasons"].append(br)
+        nested["compile_problems"].append(pr)
+    names = MODEL_COLUMNS + [f"stage_{s}" for s in stages]
+    values = [list(col) for col in zip(*(r + s for r, s in zip(rows, stage_rows)))] or [[] for _ in names]
+    models = pd.DataFrame({name: _column(name, col) for name, col in zip(names, values)})
+    models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
+    order = models.index.tolist()
+    models = models.reset_index(drop=True)
+    return SweepData(
+        models=models,
+        stages=stages,
+        blockers=_frame(blockers, ["key", "kind", "op", "message"]),
+        fallbacks=_frame(fallbacks, ["key", "op", "calls"]).astype({"calls": "int64"}),
+        breaks=_frame(breaks, ["key", "reason"]),
+        problems=_frame(problems, ["key", "problem"]),
+        meta=meta,
+        skipped_lines=skipped_lines,
+        nested={name: [lst[i] for i in order] for name, lst in nested.items()},
+    )
+
+
+_TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
+          "seconds": "float64", "max_abs_diff": "float64"}  # fmt: skip
+
+
+def _column(name: str, values: list) -> pd.Series:
+    """Numbers typed; text kept as Python objects (fast to build and to iterate)."""
+    return pd.Series(values, dtype=_TYPES.get(name, object))
+
+
+def _frame(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns, dtype=object)
+
+
+def _sweep_stages(entries: list[Entry], meta: dict[str, Any]) -> list[str]:
     """The sweep's stages: from its config, else those seen in records, in run order."""
     configured = (meta.get("config") or {}).get("stages")
-    names = set(configured) if configured else {s for r in raws for s in (r.get("stages") or {})}
+    names = set(configured) if configured else {s for e in entries for s in e[1]}
     order = [s.value for s in STAGE_ORDER]
     return [s for s in order if s in names] + sorted(names - set(order))
 
@@ -166,52 +228,51 @@ def _blockers(raw: dict) -> list[dict]:
     return [reason] if isinstance(reason, dict) else [{"kind": "unknown", "message": "no reason recorded"}]
 
 
-def _model_row(raw: dict, stages: list[str]) -> dict[str, Any]:
+def _model_row(raw: dict) -> tuple:
+    """The ``MODEL_COLUMNS`` values of one record (``blocker_count`` filled in later)."""
     reason = raw.get("reason") if isinstance(raw.get("reason"), dict) else {}
     status = raw["status"]
     kind = reason.get("kind")
-    downloads = raw.get("downloads")
-    row = {
-        "key": str(raw.get("key") or raw["model_id"]),
-        "model_id": str(raw["model_id"]),
-        "rank": raw.get("rank") if isinstance(raw.get("rank"), int) else None,
-        "downloads": downloads if isinstance(downloads, int) else None,
-        "pipeline_tag": raw.get("pipeline_tag"),
-        "library_name": raw.get("library_name"),
-        "model_type": raw.get("model_type"),
-        "architecture": raw.get("architecture"),
-        "status": status,
-        "category": category(status, kind),
-        "reason_kind": kind,
-        "reason_op": reason.get("op"),
-        "reason_message": reason.get("message") or "",
-        "blocker_count": 0,
-        "weights": raw.get("weights"),
-        "dtype": raw.get("dtype"),
-        "device": raw.get("device"),
-        "graph_breaks": int(raw.get("graph_breaks") or 0),
-        "seconds": float(raw.get("seconds") or 0.0),
-        "max_abs_diff": raw.get("max_abs_diff"),
-        "repro": raw.get("repro") or "",
-    }
-    row.update(_stage_statuses(raw, stages))
-    return row
+    rank, downloads, diff = raw.get("rank"), raw.get("downloads"), raw.get("max_abs_diff")
+    return (
+        str(raw.get("key") or raw["model_id"]),
+        str(raw["model_id"]),
+        rank if isinstance(rank, int) else None,
+        downloads if isinstance(downloads, int) else None,
+        raw.get("pipeline_tag"),
+        raw.get("library_name"),
+        raw.get("model_type"),
+        raw.get("architecture"),
+        status,
+        category(status, kind),
+        kind,
+        reason.get("op") or None,
+        reason.get("message") or "",
+        0,
+        raw.get("weights"),
+        raw.get("dtype"),
+        raw.get("device"),
+        int(raw.get("graph_breaks") or 0),
+        float(raw.get("seconds") or 0.0),
+        diff if isinstance(diff, (int, float)) else None,
+        raw.get("repro") or "",
+    )
 
 
-def _stage_statuses(raw: dict, stages: list[str]) -> dict[str, str | None]:
+_COUNT = MODEL_COLUMNS.index("blocker_count")
+
+
+def _stage_statuses(recorded: dict[str, str], died_in: Any, stages: list[str]) -> tuple[str | None, ...]:
     """Each stage's status; a worker that died mid-stage (``notes.stage``) left none, so
     that stage reads ``fail`` and the later ones ``blocked``."""
-    recorded = raw.get("stages") or {}
-    died_in = (raw.get("notes") or {}).get("stage")
-    out: dict[str, str | None] = {}
+    out: list[str | None] = []
     after_death = False
     for stage in stages:
-        entry = recorded.get(stage)
-        status = entry.get("status") if isinstance(entry, dict) else None
+        status = recorded.get(stage)
         if status is None and died_in is not None:
             if stage == died_in:
                 status, after_death = "fail", True
             elif after_death:
                 status = "blocked"
-        out[f"stage_{stage}"] = status
-    return out
+        out.append(status)
+    return tuple(out)

@@ -54,7 +54,7 @@ def signatures(data: SweepData) -> list[Signature]:
     return sorted(sigs, key=lambda s: (sorted(s.ops), s.other))
 
 
-def op_ranking(data: SweepData) -> pd.DataFrame:
+def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataFrame:
     """Ops ranked by downloads blocked: models blocked, and what lowering it alone frees."""
     cols = ["op", "kinds", "models", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
     fail_keys = set(data.models.loc[data.models["category"] == "fail", "key"])
@@ -66,7 +66,7 @@ def op_ranking(data: SweepData) -> pd.DataFrame:
     out = grouped(pairs, ["op"])
     unlocked_m: dict[str, int] = defaultdict(int)
     unlocked_w: dict[str, int] = defaultdict(int)
-    for sig in signatures(data):
+    for sig in signatures(data) if sigs is None else sigs:
         if len(sig.ops) == 1 and not sig.other:
             (op,) = sig.ops
             unlocked_m[op] += sig.models
@@ -78,7 +78,7 @@ def op_ranking(data: SweepData) -> pd.DataFrame:
     return out.sort_values(order, ascending=[False, False, False, True], kind="stable")[cols]
 
 
-def greedy_plan(data: SweepData, max_steps: int = PLAN_STEPS) -> dict[str, Any]:
+def greedy_plan(data: SweepData, sigs: list[Signature] | None = None, max_steps: int = PLAN_STEPS) -> dict[str, Any]:
     """Lower ops one at a time, each step taking the op that frees the most downloads
     (ties, and steps that free nothing yet, go to the op with most of the blocked weight
     shared among each model's remaining ops). Coverage is of the whole catalog."""
@@ -86,7 +86,7 @@ def greedy_plan(data: SweepData, max_steps: int = PLAN_STEPS) -> dict[str, Any]:
     weighted = data.has_downloads
     total = int(weight(m).sum()) if weighted else len(m)
     covered = int(weight(m)[m["category"] == "pass"].sum()) if weighted else int((m["category"] == "pass").sum())
-    remaining = [s for s in signatures(data) if not s.other]
+    remaining = [s for s in (signatures(data) if sigs is None else sigs) if not s.other]
     ceiling = covered + sum(s.weight for s in remaining)
     start = covered
     lowered: set[str] = set()
