@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hub_fixtures import hub_server  # noqa: F401  (the loopback Hub fixture)
 from report_factory import record, write_sweep
 from test_report_markdown import sweep_records
 
@@ -59,3 +60,19 @@ def test_records_dataset_round_trips_through_save_to_disk(tmp_path: Path) -> Non
     ]
     assert rows["org/pass-b"]["fallback_ops"] == [{"op": "aten::nonzero", "calls": 4}]
     assert rows["org/gated"]["category"] == "environment" and rows["org/gated"]["downloads"] == 10000
+
+
+def test_publish_to_the_hub_pushes_records_and_report(hub_server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import datasets
+
+    monkeypatch.setenv("HF_TOKEN", "hf_reportToken123")
+    out = write_sweep(tmp_path / "out", sweep_records())
+    where = publish(out, "hf://datasets/platform/trnsim-coverage")
+    assert where == f"{hub_server.url}/datasets/platform/trnsim-coverage"
+    files = hub_server.repos[("dataset", "platform/trnsim-coverage")].files
+    assert {"report.md", "summary.json", "charts/top_blockers.png"} <= set(files)
+    card = files["README.md"].decode()
+    assert '    path: "data/train-*"' in card and "23.4% of the catalog's downloads" in card
+    loaded = datasets.load_dataset("platform/trnsim-coverage", split="train")
+    assert loaded.num_rows == 9
+    assert sorted(loaded["model_id"])[:2] == ["org/breaks", "org/gated"]
