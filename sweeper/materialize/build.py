@@ -12,7 +12,7 @@ from typing import Any
 
 from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
 from sweeper.materialize import Built
-from sweeper.materialize.configs import LEVELS, shrink_config_dict
+from sweeper.materialize.configs import LEVELS, config_to_dict, shrink_config_dict
 from sweeper.materialize.heads import kind_of_class
 from sweeper.materialize.inputs import make_inputs
 from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
@@ -66,7 +66,7 @@ def base_config(ref: ModelRef, cfg: Any) -> Any:
 
 def tiny_config(config: Any, cls: type, cap: int) -> tuple[Any, int, str]:
     """The most aggressive shrink whose model builds on meta under ``cap`` parameters."""
-    data = config.to_dict()
+    data = config_to_dict(config)
     first_error: BaseException | None = None
     for level in LEVELS:
         try:

@@ -57,6 +57,33 @@ def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, A
     return out
 
 
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """``config.to_dict()`` without derived fields, so ``from_dict`` recomputes them.
+
+    Dataclass configs serialise values their ``__post_init__`` derives (per-stage widths,
+    linear-attention heads, alias keys); passed back stale, they would override the
+    shrunk sizes they derive from.
+    """
+    data = config.to_dict()
+    _prune_derived(config, data)
+    return data
+
+
+def _prune_derived(config: Any, data: dict[str, Any]) -> None:
+    import dataclasses
+
+    if dataclasses.is_dataclass(config):
+        aliases = getattr(config, "attribute_map", {}) or {}
+        names = {f.name for f in dataclasses.fields(config)} | set(aliases) | set(aliases.values())
+        for key in list(data):
+            if key not in names and key != "model_type" and not key.startswith("_") and not isinstance(data[key], dict):
+                del data[key]
+    for key, value in data.items():
+        sub = getattr(config, key, None)
+        if isinstance(value, dict) and hasattr(sub, "to_dict") and sub is not config:
+            _prune_derived(sub, value)
+
+
 def _walk(d: dict[str, Any], remap: _Remap) -> None:
     """Shrink one (sub-)config dict, then its nested sub-configs."""
     _shrink_layers(d)

@@ -44,8 +44,8 @@ class InputContext:
     inputs: dict[str, Any] = field(default_factory=dict)
 
     def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
-        """A config field, from the top config first, then the given sub-configs."""
-        for holder in (self.config, *(getattr(self.config, s, None) for s in sides)):
+        """A config field: the top config, then the given sub-configs, then any other."""
+        for holder in (self.config, *(getattr(self.config, s, None) for s in sides), *_sub_configs(self.config)):
             value = getattr(holder, key, None) if holder is not None else None
             if value is not None:
                 return value
@@ -61,6 +61,14 @@ class InputContext:
                         if isinstance(v, int):
                             found.add(v)
         return found
+
+
+def _sub_configs(config: Any) -> list[Any]:
+    """Nested configs (text, vision, audio, encoder, ...) in declaration order."""
+    names = list(getattr(config, "sub_configs", {}) or {}) + [
+        k for k, v in vars(config).items() if hasattr(v, "to_dict") and hasattr(v, "model_type")
+    ]
+    return [getattr(config, n) for n in dict.fromkeys(names) if getattr(config, n, None) is not None]
 
 
 def token_ids(ctx: InputContext, shape: tuple[int, ...], *, sides: tuple[str, ...] = _TEXT_SIDE) -> Any:
@@ -133,8 +141,13 @@ def _bbox(ctx: InputContext) -> Any:
 
 
 def _audio(ctx: InputContext) -> Any:
+    """Raw waveform (B, samples); a (B, frames, mels) spectrogram for encoders whose
+    config fixes a mel-frame grid (``num_mel_bins`` with ``max_length``)."""
     import torch
 
+    mels, frames = ctx.lookup("num_mel_bins", _AUDIO_SIDE), ctx.lookup("max_length", _AUDIO_SIDE)
+    if isinstance(mels, int) and isinstance(frames, int) and ctx.lookup("patch_size", _AUDIO_SIDE):
+        return torch.randn((ctx.batch, frames, mels), generator=ctx.generator)
     return torch.randn((ctx.batch, AUDIO_SAMPLES), generator=ctx.generator)
 
 
@@ -165,7 +178,7 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
 # Optional arguments filled with the main input when the forward takes them (the ones a
 # real caller passes), and extra inputs a head kind needs to run its whole model.
 COMPANIONS: dict[str, tuple[str, ...]] = {
-    "input_ids": ("attention_mask", "token_type_ids"),
+    "input_ids": ("attention_mask", "token_type_ids", "bbox"),
     "pixel_values": ("pixel_mask",),
 }
 KIND_EXTRAS: dict[str, tuple[str, ...]] = {
@@ -195,7 +208,28 @@ def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
         wanted.remove("pixel_mask")  # all-ones is the default; only pass it when asked
     if getattr(ctx.config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
         wanted.append("decoder_input_ids")
+    wanted += _placeholder_free_modalities(ctx)
     return list(dict.fromkeys(n for n in wanted if n != "labels"))
+
+
+# A modality input and the config fields that say its features replace placeholder
+# tokens in the text (then a text-only run is the rule-built one).
+_MODALITIES: dict[str, tuple[str, ...]] = {
+    "pixel_values": ("image_token_id", "image_token_index", "vision_start_token_id"),
+    "input_features": ("audio_token_id", "audio_token_index"),
+    "input_values": ("audio_token_id", "audio_token_index"),
+}
+
+
+def _placeholder_free_modalities(ctx: InputContext) -> list[str]:
+    """Modalities a multi-tower model fuses without placeholders (dual encoders): fill
+    them with the text, since such a forward needs every tower."""
+    if "input_ids" not in ctx.params:
+        return []
+    return [
+        name for name, markers in _MODALITIES.items()
+        if name in ctx.params and not any(ctx.lookup(m) is not None for m in markers)
+    ]
 
 
 def _required(params: dict[str, inspect.Parameter]) -> set[str]:

@@ -49,9 +49,11 @@ def fetch_config(ref: ModelRef, cfg: SweepConfig) -> dict[str, Any] | None:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import RemoteEntryNotFoundError
 
+    from sweeper.sources.hub import endpoint
+
     try:
         with _hub_errors(ref):
-            path = hf_hub_download(ref.model_id, "config.json", revision=ref.revision)
+            path = hf_hub_download(ref.model_id, "config.json", revision=ref.revision, endpoint=endpoint())
     except RemoteEntryNotFoundError:
         return None  # e.g. a diffusers or GGUF repo: no transformers config at the root
     with open(path, encoding="utf-8") as handle:

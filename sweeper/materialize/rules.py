@@ -68,7 +68,7 @@ _INTERMEDIATE_EXACT = frozenset(
      "inner_hidden_size", "mlp_dim", "dim_feedforward", "encoder_ffn_size", "decoder_ffn_size"}
 )
 _NOT_WIDTH = ("vocab", "position", "image", "patch", "kernel", "window", "chunk", "stride",
-              "num_", "batch", "conv", "bins", "sampl", "frame", "codebook", "head", "token",
+              "num_", "batch", "conv", "bins", "sampl", "frame", "codebook_size", "head", "token",
               "length", "max_", "channels", "layer")
 
 
@@ -86,7 +86,7 @@ def is_token_id_key(key: str) -> bool:
 
 def is_vocab_key(key: str) -> bool:
     """Vocabulary sizes of the text stacks."""
-    return key.endswith("vocab_size") and "type_vocab" not in key
+    return ("vocab_size" in key or key.endswith("_vocab")) and "type_vocab" not in key
 
 
 def is_scaled_width_key(key: str) -> bool:
