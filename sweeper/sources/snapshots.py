@@ -41,11 +41,18 @@ def snapshot_row(ref: ModelRef) -> dict[str, object]:
 
 
 def save_snapshot(refs: Iterable[ModelRef], *, day: dt.date | None = None, directory: Path | None = None) -> Path:
-    """Write refs as today's snapshot (replacing an earlier one of the same day)."""
+    """Write refs as the day's snapshot; returns its path.
+
+    An earlier snapshot of the same day is replaced, unless it lists more models: a quick
+    ``--top 5`` run must not shrink the listing a later offline run falls back to.
+    """
+    refs = list(refs)
     folder = directory or snapshot_dir()
     folder.mkdir(parents=True, exist_ok=True)
     day = day or dt.datetime.now(dt.timezone.utc).date()
     path = folder / f"hub-{day.isoformat()}.jsonl"
+    if path.is_file() and _count_lines(path) > len(refs):
+        return path
     # Write beside the target and rename, so a killed run never leaves half a snapshot
     # that a later offline run would take for a whole listing.
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -69,3 +76,8 @@ def newest_snapshot(directory: Path | None = None) -> Path | None:
     """The most recent saved snapshot, or ``None`` when there is none."""
     found = list_snapshots(directory)
     return found[-1] if found else None
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())

@@ -86,3 +86,14 @@ def test_listing_limit_leaves_room_for_filters() -> None:
     assert listing_limit(SweepConfig(top=20, tasks=("fill-mask",))) == 200
     assert listing_limit(SweepConfig()) == 1000
     assert listing_limit(SweepConfig(extra={"hub_limit": 50})) == 50
+
+
+def test_a_shorter_listing_keeps_the_longer_snapshot_of_the_day(hub_server: HubServer) -> None:
+    populate(hub_server)
+    long = HubSource(SweepConfig(source="hub", top=6))
+    list(long.refs())
+    short = HubSource(SweepConfig(source="hub", top=2))
+    list(short.refs())
+    saved = Path(short.describe()["snapshot"])
+    assert saved == Path(long.describe()["snapshot"])
+    assert len(list(CatalogSource(saved).refs())) == 6
