@@ -1,6 +1,6 @@
 """One worker process seen from its parent: submit a model, notice its record or its death.
 
-``WorkerSlot`` owns at most one live worker (``worker.worker_main``) and one model at a time.
+``WorkerSlot`` owns at most one live worker (``worker.main``) and one model at a time.
 It turns what can go wrong into exactly one record for that model: a death by signal or
 exit is ``crash`` (SIGKILL that the slot did not send: ``oom``, the kernel's OOM killer),
 running past ``cfg.timeout`` is ``timeout``, growing past ``cfg.memory_limit_mb`` is ``oom``.
@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import multiprocessing as mp
+import os
 import pickle
 import signal
+import socket
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +31,45 @@ import psutil
 
 from sweeper.executors import progress
 from sweeper.executors.base import CheckFn, failure_record
-from sweeper.executors.worker import worker_main
+from sweeper.executors.worker import THREAD_VARS
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Stage, StageResult, Status
 
 STARTUP_GRACE_S = 120.0  # a fresh worker imports torch + transformers before its first model
 MEMORY_POLL_S = 0.2
 RECYCLE_RSS_MB = 3072  # past this after a model, start the next one in a fresh process
 MIB = 1024 * 1024
+
+
+class _Child:
+    """A fresh interpreter running ``worker.main`` on an inherited socket.
+
+    Not multiprocessing's spawn: that re-imports the parent's ``__main__`` (a CLI, a test
+    driver, Ray's worker) in every worker, and never fork a threaded parent (Ray workers are).
+    """
+
+    def __init__(self, fd: int, num_threads: int) -> None:
+        env = dict(os.environ)
+        env.update({var: str(num_threads) for var in THREAD_VARS})  # before torch is imported
+        # The check function is pickled by reference: give the worker the parent's sys.path.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        cmd = [sys.executable, "-m", "sweeper.executors.worker", str(fd)]
+        self.popen = subprocess.Popen(cmd, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL)
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def join(self, timeout: float) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.popen.kill()
 
 
 @dataclass
@@ -50,7 +85,6 @@ class WorkerSlot:
     def __init__(self, cfg: Any, check: CheckFn, *, workdir: Path, index: int = 0, num_threads: int = 1) -> None:
         self.cfg = cfg
         self.check_blob = pickle.dumps(check)
-        self.ctx = mp.get_context("spawn")  # never fork a threaded parent (Ray workers are)
         self.progress_path = str(workdir / f"worker-{index}.progress")
         self.fault_path = str(workdir / f"worker-{index}.fault")
         self.num_threads = max(1, num_threads)
@@ -68,14 +102,14 @@ class WorkerSlot:
 
     def _start(self) -> None:
         Path(self.fault_path).write_text("")  # a stale dump must not describe this worker
-        parent, child = self.ctx.Pipe()
-        args = (child, self.cfg, self.check_blob, self.progress_path, self.fault_path, self.num_threads)
-        proc = self.ctx.Process(target=worker_main, args=args, daemon=True, name="sweeper-worker")
+        ours, theirs = socket.socketpair()
         try:
-            proc.start()
+            proc = _Child(theirs.fileno(), self.num_threads)
         finally:
-            child.close()
-        self.proc, self.conn, self.ready, self.models_done = proc, parent, False, 0
+            theirs.close()
+        conn = Connection(ours.detach())
+        conn.send((self.cfg, self.check_blob, self.progress_path, self.fault_path, self.num_threads))
+        self.proc, self.conn, self.ready, self.models_done = proc, conn, False, 0
         self.started_workers += 1
 
     def submit(self, ref: ModelRef) -> None:
@@ -88,7 +122,7 @@ class WorkerSlot:
 
     def waitables(self) -> list[Any]:
         """What ``multiprocessing.connection.wait`` should watch for this slot."""
-        return [self.conn, self.proc.sentinel] if self.proc is not None else []
+        return [self.conn] if self.conn is not None else []  # EOF wakes it when the worker dies
 
     def run(self, ref: ModelRef) -> ModelRecord:
         """Run one model to its record (blocking)."""

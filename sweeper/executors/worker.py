@@ -165,10 +165,14 @@ def run_one(check: CheckFn, ref: ModelRef, cfg: Any) -> ModelRecord:
         )
 
 
-def worker_main(conn: Connection, cfg: Any, check_blob: bytes, progress_path: str, fault_path: str, num_threads: int) -> None:
-    """Entry point of a worker process (spawned by ``WorkerSlot``)."""
-    for var in THREAD_VARS:  # before torch is imported (unpickling check may import it)
-        os.environ[var] = str(num_threads)
+def main(fd: int) -> None:
+    """Entry point of a worker process: ``python -m sweeper.executors.worker FD``.
+
+    The first message on the socket is ``(cfg, check_blob, progress_path, fault_path,
+    num_threads)``; thread-count variables are already in the environment.
+    """
+    conn = Connection(fd)
+    cfg, check_blob, progress_path, fault_path, num_threads = conn.recv()
     _die_with_parent()
     fault_file = open(fault_path, "w")  # noqa: SIM115 - must stay open for the process's life
     faulthandler.enable(file=fault_file, all_threads=False)
@@ -218,3 +222,7 @@ def _between_models(defaults: TorchDefaults, cfg: Any) -> None:
             _DEVICE.reset_between_models()
     if "torch" in sys.modules:  # tensors in reference cycles hold real memory; else skip the pause
         gc.collect()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
