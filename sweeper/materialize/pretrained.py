@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sweeper.errors import RemoteCodeError, SweeperError, UnsupportedLibraryError
+from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
 from sweeper.records import ModelRef, ReasonKind
 
 if TYPE_CHECKING:
@@ -56,8 +56,11 @@ def fetch_config(ref: ModelRef, cfg: SweepConfig) -> dict[str, Any] | None:
             path = hf_hub_download(ref.model_id, "config.json", revision=ref.revision, endpoint=endpoint())
     except RemoteEntryNotFoundError:
         return None  # e.g. a diffusers or GGUF repo: no transformers config at the root
-    with open(path, encoding="utf-8") as handle:
-        config = json.load(handle)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{ref.model_id}: config.json is not valid JSON ({exc})") from exc
     if not isinstance(config, dict):
         raise UnsupportedLibraryError(f"{ref.model_id}: config.json is not a JSON object")
     require_no_remote_code(ref, config, cfg)

@@ -19,7 +19,7 @@ from hub_server import HubServer, sha256_hex
 from transformers import AutoModelForMaskedLM, BertForMaskedLM
 
 from sweeper.config import SweepConfig
-from sweeper.errors import RemoteCodeError
+from sweeper.errors import ConfigError, RemoteCodeError
 from sweeper.materialize.pretrained import (
     HubUnreachableError,
     UnsafeWeightsError,
@@ -70,6 +70,9 @@ def test_fetch_config(hub_server: HubServer, bert_folder: Path) -> None:
     config = fetch_config(ref("org/tiny-bert"), CFG)
     assert config is not None and config["model_type"] == "bert" and config["hidden_size"] == 16
     assert fetch_config(ref("org/diffusers-thing"), CFG) is None
+    hub_server.add_repo("org/broken", {"config.json": b"{not json"})
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        fetch_config(ref("org/broken"), CFG)
     assert not fetched(hub_server, ".safetensors")  # a config never pulls weights
 
 
