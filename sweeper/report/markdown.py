@@ -43,7 +43,7 @@ def header(a: Analysis) -> str:
         ("date", md(started[:10] or "unknown")),
         ("device", code(device_name(meta, a))),
         ("device profile", md(f"{profile.get('name')} ({profile.get('hash')})") if profile else "—"),
-        ("source", md(source.get("name") or "unknown")),
+        ("source", md(source_label(source))),
         ("snapshot date", md(source.get("snapshot_date") or "—")),
         ("weights", md(weights or "—")),
         ("dtype", md(cfg.get("dtype") or _single(a, "dtype") or "—")),
@@ -53,6 +53,13 @@ def header(a: Analysis) -> str:
     ]
     title = f"# Model sweep on {md(device_name(meta, a))}"
     return title + "\n\n" + table(["", ""], ([f"**{k}**", v] for k, v in rows))
+
+
+def source_label(source: dict[str, Any]) -> str:
+    """The source's name, with the catalog file's name (never its local folder)."""
+    name = str(source.get("name") or "unknown")
+    path = str(source.get("path") or "")
+    return f"{name} ({path.replace(chr(92), '/').rsplit('/', 1)[-1]})" if path else name
 
 
 def _single(a: Analysis, column: str) -> str | None:
@@ -145,7 +152,8 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
         "The first reason of each failing model (environment outcomes and skips are listed above).",
         sections.reasons(a.reasons, weighted=w, link=link),
         "## CPU fallbacks",
-        sections.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True),
+        "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
+        sections.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
         "## Compile graph breaks",
         sections.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
         "## Compile problems",

@@ -110,7 +110,9 @@ def not_tested(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
     return long_table(keep, _rows(frame, cells, headers, keep), "environment outcomes or skips")
 
 
-def per_item(frame: pd.DataFrame, item: str, title: str, *, weighted: bool, link: bool, as_code: bool) -> str:
+def per_item(
+    frame: pd.DataFrame, item: str, title: str, *, weighted: bool, link: bool, as_code: bool, what: str = ""
+) -> str:
     """Fallback ops, graph-break reasons or compile problems."""
     has_calls = "calls" in frame.columns
     headers = [title, "models", "downloads", *(["calls"] if has_calls else []), "examples"]
@@ -122,7 +124,7 @@ def per_item(frame: pd.DataFrame, item: str, title: str, *, weighted: bool, link
         return [label, num(r.models), compact(r.downloads), *calls, examples(r.examples, link)]
 
     keep = _dl(weighted, headers)
-    return long_table(keep, _rows(frame, cells, headers, keep), f"{title}s")
+    return long_table(keep, _rows(frame, cells, headers, keep), what or f"{title}s")
 
 
 def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
