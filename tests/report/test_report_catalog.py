@@ -1,0 +1,52 @@
+"""A report over the real top-1,000 Hub snapshot, with outcomes assigned by simple rules."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from report_factory import meta, reason, record, write_sweep
+
+from sweeper.report.commands import write_report
+
+UPSAMPLE = "aten::upsample_bilinear2d"
+LSTM = "aten::_thnn_fused_lstm_cell"
+
+
+def catalog_records(path: Path) -> tuple[list, dict]:
+    """Records for every row: non-transformers libraries are environment outcomes, vision
+    models fail on bilinear upsampling (speech ones on LSTM too), the rest pass."""
+    records, expected = [], {"total": 0, "passing": 0, "tried": 0}
+    with open(path, encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            downloads, task = int(row["downloads"]), row["pipeline_tag"] or None
+            kw = {"task": task, "model_type": row["model_type"] or None}
+            expected["total"] += downloads
+            if row["library_name"] not in ("transformers", "sentence-transformers"):
+                rec = record(row["id"], int(row["rank"]), downloads, "skip", blockers=[reason("unsupported_library")], **kw)
+            elif task and ("image" in task or "audio" in task or "speech" in task):
+                ops = [UPSAMPLE] + ([LSTM] if "speech" in task or "audio" in task else [])
+                blockers = [reason("unsupported_op", op) for op in ops]
+                rec = record(row["id"], int(row["rank"]), downloads, "fail", fail_at="forward", blockers=blockers, **kw)
+                expected["tried"] += downloads
+            else:
+                rec = record(row["id"], int(row["rank"]), downloads, **kw)
+                expected["passing"] += downloads
+                expected["tried"] += downloads
+            records.append(rec)
+    return records, expected
+
+
+def test_top1000_report_figures_match_the_catalog(tmp_path: Path, top1000_csv: Path) -> None:
+    records, expected = catalog_records(top1000_csv)
+    out = write_sweep(tmp_path / "out", records, meta(total=len(records)))
+    text = write_report(out, charts=False).read_text()
+    share = 100 * expected["passing"] / expected["total"]
+    tried = 100 * expected["passing"] / expected["tried"]
+    assert f"**{share:.1f}% of this catalog's downloads run end to end on trnsim** ({tried:.1f}% of" in text
+    assert f"| **models** | {len(records):,} |" in text
+    assert "| 1 | `aten::upsample_bilinear2d` |" in text
+    assert "| 2 | `aten::_thnn_fused_lstm_cell` | unsupported\\_op |" in text
+    assert "| environment | unsupported\\_library |" in text
+    # Under 1,000 models: every model is in report.md itself.
+    assert "models.md" not in text and "FacebookAI/xlm-roberta-large" in text
