@@ -12,11 +12,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: reports are built in jobs and tests
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from sweeper.report.aggregate import STAGE_STATUSES, weight  # noqa: E402
-from sweeper.report.analysis import Analysis  # noqa: E402
+from sweeper.report.aggregate import STAGE_STATUSES, weight
+from sweeper.report.analysis import Analysis
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "blocked": "#9e9e9e", "skip": "#f9a825", "not recorded": "#e0e0e0"}
 TOP_BLOCKERS = 15

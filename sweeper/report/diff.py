@@ -103,25 +103,31 @@ def _outcome(status: str, kind: object, op: object) -> str:
     return f"{status}: {reason}" if reason else status
 
 
+def _rank(value: object) -> str:
+    return num(None if pd.isna(value) else value)
+
+
 def _model_rows(frame: pd.DataFrame, kind: str) -> tuple[list[str], list[list]]:
+    """Table headers and rows for one kind of change."""
     if kind in ("new", "gone"):
-        headers = ["rank", "model", "status", "reason"]
         rows = [
-            [num(None if pd.isna(r.rank) else r.rank), model_link(r.model_id), r.status,
-             reason_cell(r.reason_kind, r.reason_op, r.reason_message)]  # fmt: skip
+            [_rank(r.rank), model_link(r.model_id), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message)]
             for r in frame.itertuples(index=False)
         ]
-        return headers, rows
-    headers = ["rank", "model", "stage", "before", "after", "reason now"]
+        return ["rank", "model", "status", "reason"], rows
     stage_col = "stage_good" if kind == "fixed" else "stage_bad"
     rows = [
-        [num(None if pd.isna(r.rank_new) else r.rank_new), model_link(r.model_id_new), md(getattr(r, stage_col)),
-         _outcome(r.status_old, r.reason_kind_old, r.reason_op_old),
-         _outcome(r.status_new, r.reason_kind_new, r.reason_op_new),
-         reason_cell(r.reason_kind_new, r.reason_op_new, r.reason_message_new)]  # fmt: skip
+        [
+            _rank(r.rank_new),
+            model_link(r.model_id_new),
+            md(getattr(r, stage_col)),
+            _outcome(r.status_old, r.reason_kind_old, r.reason_op_old),
+            _outcome(r.status_new, r.reason_kind_new, r.reason_op_new),
+            reason_cell(r.reason_kind_new, r.reason_op_new, r.reason_message_new),
+        ]
         for r in frame.itertuples(index=False)
     ]
-    return headers, rows
+    return ["rank", "model", "stage", "before", "after", "reason now"], rows
 
 
 def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:

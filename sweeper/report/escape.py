@@ -117,6 +117,6 @@ def seconds(value: object) -> str:
     s = float(value)  # type: ignore[arg-type]
     if s < 60:
         return f"{s:.1f} s"
-    m, s = divmod(int(round(s)), 60)
+    m, s = divmod(round(s), 60)
     h, m = divmod(m, 60)
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s"

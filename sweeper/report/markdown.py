@@ -12,6 +12,14 @@ from sweeper.report import sections
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import code, details, md, num, pct, seconds, table
 
+NOT_TESTED_INTRO = (
+    "Environment outcomes (gated, remote code, unsupported library, download, missing dependency) and "
+    "skips: the device was never tried, so they are outside the device pass rate."
+)
+ROADMAP_INTRO = (
+    "Operators ranked by the downloads of the failing models they block. *Only blocker of*: models "
+    "that would pass if this op alone were lowered."
+)
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
     "coverage_vs_rank.png": "Downloads covered vs rank",
@@ -139,12 +147,10 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
     parts += ["## Summary", summary_section(a), "## Stages", stages_section(a)]
     parts += [
         "## Not device failures",
-        "Environment outcomes (gated, remote code, unsupported library, download, missing dependency) and "
-        "skips: the device was never tried, so they are outside the device pass rate.",
+        NOT_TESTED_INTRO,
         sections.not_tested(a.not_tested, weighted=w, link=link),
         "## Op-lowering roadmap",
-        "Operators ranked by the downloads of the failing models they block. *Only blocker of*: models "
-        "that would pass if this op alone were lowered.",
+        ROADMAP_INTRO,
         sections.roadmap_ops(a.ops, weighted=w, link=link),
         "### Lowering plan",
         sections.greedy(a.plan),

@@ -25,6 +25,14 @@ HUB_DATA_FILES = "data/train-*"
 REPORT_FILES = (commands.REPORT_FILE, commands.MODELS_FILE, commands.SUMMARY_FILE, commands.PARQUET_FILE, SWEEP_FILE)
 
 
+COLUMNS_NOTE = (
+    "Columns: `key`, `model_id`, `rank`, `downloads`, `pipeline_tag`, `model_type`, `status` "
+    "(pass/fail/skip/timeout/crash/error), `category` (pass/fail/environment/skip), `reason_*` (first "
+    "blocker), `stage_*` (pass/fail/blocked/skip per stage), `blockers`, `fallback_ops`, "
+    "`graph_break_reasons`, `compile_problems`, `repro` (the command that reruns one model)."
+)
+
+
 def publish_folder(out_dir: Path, dest: Path) -> str:
     """Rebuild the report from the records and copy it, with a dataset card, to ``dest``."""
     out_dir, dest = Path(out_dir), Path(dest)
@@ -72,22 +80,25 @@ def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: s
     lines = [
         f"# {one_line(title)}",
         "",
-        f"One row per model tried by `sweeper` (sweep `{one_line(meta.get('sweep_id') or 'unknown')}`): "
-        "whether it loads, moves to the device, runs forward and backward and compiles, and what blocks it.",
+        (
+            f"One row per model tried by `sweeper` (sweep `{one_line(meta.get('sweep_id') or 'unknown')}`): "
+            "whether it loads, moves to the device, runs forward and backward and compiles, and what blocks it."
+        ),
         "",
-        f"- models: {num(o['models'])}; device pass rate {pct(o['pass_rate'])} "
-        f"({num(o['passed'])} of {num(o['tested'])} tried on the device)",
+        (
+            f"- models: {num(o['models'])}; device pass rate {pct(o['pass_rate'])} "
+            f"({num(o['passed'])} of {num(o['tested'])} tried on the device)"
+        ),
     ]
     if c:
         lines.append(f"- {pct(c['catalog_share'])} of the catalog's downloads run end to end")
     lines += [
-        f"- full report: [{commands.REPORT_FILE}]({commands.REPORT_FILE}); machine-readable: "
-        f"[{commands.SUMMARY_FILE}]({commands.SUMMARY_FILE}); records: [{commands.PARQUET_FILE}]({commands.PARQUET_FILE})",
+        (
+            f"- full report: [{commands.REPORT_FILE}]({commands.REPORT_FILE}); machine-readable: "
+            f"[{commands.SUMMARY_FILE}]({commands.SUMMARY_FILE}); records: [{commands.PARQUET_FILE}]({commands.PARQUET_FILE})"
+        ),
         "",
-        "Columns: `key`, `model_id`, `rank`, `downloads`, `pipeline_tag`, `model_type`, `status` "
-        "(pass/fail/skip/timeout/crash/error), `category` (pass/fail/environment/skip), `reason_*` (first "
-        "blocker), `stage_*` (pass/fail/blocked/skip per stage), `blockers`, `fallback_ops`, "
-        "`graph_break_reasons`, `compile_problems`, `repro` (the command that reruns one model).",
+        COLUMNS_NOTE,
     ]
     return "\n".join(front) + "\n\n" + "\n".join(lines) + "\n"
 

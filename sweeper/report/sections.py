@@ -12,7 +12,17 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.report.escape import code, compact, details, md, model_link, num, one_line, pct, table
+from sweeper.report.escape import (
+    code,
+    compact,
+    details,
+    md,
+    model_link,
+    num,
+    one_line,
+    pct,
+    table,
+)
 
 SHOWN = 20  # rows shown before the rest collapses
 MODEL_ROWS = 1000  # per-model rows inline in report.md; more go to models.md

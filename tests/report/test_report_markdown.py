@@ -60,7 +60,7 @@ def test_headline_counts_only_models_tried_on_the_device(tmp_path: Path) -> None
 def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     roadmap = section(text, "Op-lowering roadmap")
-    rows = [line for line in roadmap.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    rows = [line for line in roadmap.splitlines() if line.startswith(("| 1 ", "| 2 "))]
     assert rows[0].startswith("| 1 | `aten::upsample_bilinear2d` | unsupported\\_op | 2 | 3.5k | 1 | 2.0k |")
     # Blocks 2,500 downloads but frees none: its only other model also needs a dtype.
     assert rows[1].startswith("| 2 | `aten::_thnn_fused_lstm_cell` | unsupported\\_op | 2 | 2.5k | 0 | 0 |")

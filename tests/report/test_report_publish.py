@@ -62,7 +62,11 @@ def test_records_dataset_round_trips_through_save_to_disk(tmp_path: Path) -> Non
     assert rows["org/gated"]["category"] == "environment" and rows["org/gated"]["downloads"] == 10000
 
 
-def test_publish_to_the_hub_pushes_records_and_report(hub_server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_publish_to_the_hub_pushes_records_and_report(
+    hub_server,  # noqa: F811  (the fixture imported above)
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     import datasets
 
     monkeypatch.setenv("HF_TOKEN", "hf_reportToken123")
