@@ -6,6 +6,7 @@ fixture into a conftest or test module: ``from hub_fixtures import hub_server``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from collections.abc import Iterator
@@ -73,15 +74,22 @@ def save_tiny_bert(folder: Path, **config_overrides: Any) -> Path:
     return folder
 
 
-@pytest.fixture
-def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
-    """A started ``HubServer`` with the Hub client pointed at it (online, fresh HF_HOME)."""
-    server = HubServer(page_size=3).start()
+@contextlib.contextmanager
+def serve_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, page_size: int = 3) -> Iterator[HubServer]:
+    """Start a ``HubServer`` and point the client at it until the block ends."""
+    server = HubServer(page_size=page_size).start()
     point_client_at(server.url, monkeypatch, tmp_path / "hf_home")
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
+    """A started ``HubServer`` with the Hub client pointed at it (online, fresh HF_HOME)."""
+    with serve_hub(monkeypatch, tmp_path) as server:
+        yield server
 
 
 def populate(server: HubServer, count: int = 7) -> None:

@@ -19,7 +19,12 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
+from sweeper.errors import (
+    ConfigError,
+    RemoteCodeError,
+    SweeperError,
+    UnsupportedLibraryError,
+)
 from sweeper.records import ModelRef, ReasonKind
 
 if TYPE_CHECKING:
@@ -156,7 +161,7 @@ def _is_connection_error(exc: BaseException) -> bool:
     try:
         from httpx2 import TransportError  # the HTTP client huggingface_hub uses
     except ImportError:  # another client version: the builtin types still catch most
-        TransportError = ConnectionError  # noqa: N806
+        TransportError = ConnectionError
     current: BaseException | None = exc
     for _ in range(8):  # causes are short chains; bound the walk anyway
         if current is None:

@@ -62,8 +62,8 @@ def _offline_choice(cfg: SweepConfig, problem: str) -> tuple[Source, str]:
     snapshot = newest_snapshot()
     if snapshot is not None:
         return CatalogSource(snapshot, source_label="snapshot"), f"{problem}; newest saved snapshot {snapshot.name}"
-    from sweeper.sources.base import _REGISTRY
     import sweeper.sources.registry  # noqa: F401  (registers zoo when it is installed)
+    from sweeper.sources.base import _REGISTRY
 
     if "zoo" not in _REGISTRY:
         raise UsageError(f"no source available: {problem}; no saved snapshot; zoo source not installed")

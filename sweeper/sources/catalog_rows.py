@@ -81,9 +81,8 @@ def _csv_rows(path: Path, handle: IO[str]) -> Iterator[Row]:
             record = {f: values[i] if i < width else None for f, i in first}
         else:
             record = {f: _first(values[i] for i in idx if i < width) for f, idx in positions}
-        if record["id"] is None or not record["id"].strip():
-            if not any(v.strip() for v in values):
-                continue  # blank lines carry no model
+        if not (record["id"] or "").strip() and not any(v.strip() for v in values):
+            continue  # blank lines carry no model
         yield _row(record, path, "line", reader.line_num)
 
 
@@ -109,7 +108,7 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
 
     try:
         parquet = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises its own types for corrupt files
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises its own types for corrupt files
         raise UsageError(f"catalog {path} is not a readable Parquet file: {_one_line(exc)}") from None
     _check_id_column(path, parquet.schema_arrow.names)
     number = 0

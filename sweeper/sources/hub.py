@@ -9,6 +9,7 @@ to the endpoint by the client as usual, but it is never put into refs, snapshots
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import os
@@ -63,12 +64,11 @@ def hub_offline() -> bool:
 def redact(text: str) -> str:
     """``text`` with any Hub token in use replaced by ``***``."""
     secrets = {os.environ.get(name, "") for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
-    try:
+    # A broken token file must not hide the message being redacted.
+    with contextlib.suppress(Exception):
         from huggingface_hub import get_token
 
         secrets.add(get_token() or "")
-    except Exception:  # a broken token file must not hide the message being redacted
-        pass
     for secret in secrets:
         if len(secret) >= 4:
             text = text.replace(secret, "***")
@@ -93,7 +93,7 @@ def probe(timeout: float) -> str | None:
         hf_raise_for_status(response)
         if not isinstance(response.json(), list):
             return f"{shown_endpoint()} answered, but not with a model listing"
-    except Exception as exc:  # timeouts, refused connections, HTTP errors, bad JSON
+    except Exception as exc:  # noqa: BLE001 - timeouts, refused connections, HTTP errors, bad JSON
         return f"{shown_endpoint()}: {one_line(exc)}"
     return None
 
@@ -132,7 +132,7 @@ class HubSource:
             start = time.monotonic()
             try:
                 refs = list(_list_refs(self.limit))
-            except Exception as exc:  # every client failure means "no listing"; say which
+            except Exception as exc:  # noqa: BLE001 - every client failure means "no listing"; say which
                 raise HubListingError(f"Hub listing from {shown_endpoint()} failed: {one_line(exc)}") from None
             if not refs:
                 raise HubListingError(f"Hub listing from {shown_endpoint()} returned no models")
@@ -190,7 +190,7 @@ def _model_type(config: dict[str, Any] | None, tags: list[str] | None) -> str | 
 def _known_model_types() -> frozenset[str]:
     try:
         from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    except Exception:  # without transformers, tags cannot be told apart; leave it unknown
+    except Exception:  # noqa: BLE001 - without transformers, tags cannot be told apart
         return frozenset()
     return frozenset(CONFIG_MAPPING_NAMES)
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from hub_fixtures import closed_port, save_tiny_bert, serve_hub
+from hub_server import HubServer
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -14,8 +18,6 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from hub_fixtures import closed_port, hub_server, save_tiny_bert  # noqa: F401  (fixture)
-from hub_server import HubServer, sha256_hex
 from transformers import AutoModelForMaskedLM, BertForMaskedLM
 
 from sweeper.config import SweepConfig
@@ -31,6 +33,12 @@ from sweeper.records import ModelRef, ReasonKind
 
 CFG = SweepConfig(weights="pretrained")
 TOKEN = "hf_grantedLoopbackToken42"
+
+
+@pytest.fixture
+def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
+    with serve_hub(monkeypatch, tmp_path) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +62,7 @@ def test_loads_served_weights_at_the_pinned_commit(hub_server: HubServer, bert_f
     torch.testing.assert_close(model(input_ids=ids).logits, local(input_ids=ids).logits)
     # Weights came through the large-file path at the commit model_info named.
     assert any(f"/resolve/{repo.sha}/model.safetensors" in p for m, p, _ in hub_server.log if m == "HEAD")
-    assert fetched(hub_server, "/_lfs/" + sha256_hex(repo.files["model.safetensors"]))
+    assert fetched(hub_server, "/_lfs/" + hashlib.sha256(repo.files["model.safetensors"]).hexdigest())
 
 
 def test_auto_head_class_and_explicit_revision(hub_server: HubServer, bert_folder: Path) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hub_fixtures import hub_server  # noqa: F401  (the fixture, shared with other test folders)
+from hub_fixtures import serve_hub
+from hub_server import HubServer
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +16,10 @@ def snapshot_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     cache = tmp_path / "sweeper-cache"
     monkeypatch.setenv("SWEEPER_CACHE", str(cache))
     return cache / "snapshots"
+
+
+@pytest.fixture
+def hub_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
+    """The loopback Hub, with the client pointed at it (see tests/hub_fixtures.py)."""
+    with serve_hub(monkeypatch, tmp_path) as server:
+        yield server
