@@ -12,6 +12,7 @@ names; per-layer lists and layer-index lists follow the kept layers.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,8 +46,6 @@ class _Remap:
 
 def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, Any]:
     """Return a shrunk copy of a config dict (``to_dict()`` / Hub config.json shape)."""
-    import copy
-
     out = copy.deepcopy(data)
     remap = _Remap(level=level)
     if level == "tiny":
@@ -65,8 +64,23 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     shrunk sizes they derive from.
     """
     data = config.to_dict()
-    _prune_derived(config, data)
-    return data
+    pruned = copy.deepcopy(data)
+    _prune_derived(config, pruned)
+    try:
+        rebuilt = type(config).from_dict(copy.deepcopy(pruned)).to_dict()
+    except Exception:  # noqa: BLE001 - keep everything when the class cannot round-trip
+        return data
+    _restore_missing(data, pruned, rebuilt)
+    return pruned
+
+
+def _restore_missing(full: dict[str, Any], pruned: dict[str, Any], rebuilt: dict[str, Any]) -> None:
+    """Put back the dropped fields the class does not recompute to the same value."""
+    for key, value in full.items():
+        if isinstance(value, dict) and isinstance(pruned.get(key), dict):
+            _restore_missing(value, pruned[key], rebuilt.get(key) or {})
+        elif key not in pruned and (key not in rebuilt or rebuilt[key] != value):
+            pruned[key] = value
 
 
 def _prune_derived(config: Any, data: dict[str, Any]) -> None:
@@ -135,6 +149,14 @@ def _shrink_layers(d: dict[str, Any]) -> None:
         if staged and key in rules.MAIN_LAYER_KEYS:
             continue  # with per-stage depths, the layer count is the number of stages
         keep = _kept_layers(d, n) if key in rules.MAIN_LAYER_KEYS else list(range(MAX_LAYERS))
+        outputs = d.get("out_indices")
+        if key in rules.MAIN_LAYER_KEYS and isinstance(outputs, list) and outputs and min(outputs) >= 0:
+            # A backbone feeds one feature map per requested output to its head: keep as
+            # many layers as outputs, each output on its own layer (stem stays at 0).
+            count = max(len(keep), len(outputs))
+            keep = list(range(count))
+            first = 0 if min(outputs) == 0 else count - len(outputs) + 1
+            d["out_indices"] = list(range(first, first + len(outputs)))
         d[key] = len(keep)
         new_index = {old: new for new, old in enumerate(keep)}
         for other, value in list(d.items()):
@@ -142,7 +164,7 @@ def _shrink_layers(d: dict[str, Any]) -> None:
                 continue
             if len(value) == n and other not in rules.STAGE_LIST_KEYS:
                 d[other] = [value[i] for i in keep]
-            elif other in rules.LAYER_INDEX_KEYS and all(isinstance(v, int) for v in value):
+            elif other in rules.LAYER_INDEX_KEYS and other != "out_indices" and all(isinstance(v, int) for v in value):
                 d[other] = [new_index[v] for v in value if v in new_index] or [len(keep) - 1]
     for key in rules.PERIOD_KEYS:
         if isinstance(d.get(key), int) and d[key] > MAX_LAYERS:

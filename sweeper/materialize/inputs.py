@@ -42,6 +42,8 @@ class InputContext:
     generator: Any
     params: dict[str, inspect.Parameter]
     inputs: dict[str, Any] = field(default_factory=dict)
+    # in_channels of the model's Conv1d layers: tells channels-first feature layouts.
+    conv1d_in_channels: frozenset[int] = frozenset()
 
     def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
         """A config field: the top config, then the given sub-configs, then any other."""
@@ -115,8 +117,23 @@ def input_features(ctx: InputContext) -> Any:
         return torch.randn((ctx.batch, mels, 2 * sources), generator=ctx.generator)
     per_channel = ctx.lookup("input_feat_per_channel", _AUDIO_SIDE)
     size = (per_channel or 0) * int(ctx.lookup("input_channels", _AUDIO_SIDE, 1) or 1)
-    size = size or ctx.lookup("feature_size", _AUDIO_SIDE) or mels or 80
-    return torch.randn((ctx.batch, FEATURE_FRAMES, int(size)), generator=ctx.generator)
+    size = int(size or ctx.lookup("feature_size", _AUDIO_SIDE) or mels or 80)
+    if size in ctx.conv1d_in_channels:
+        # A Conv1d front end over the feature axis: channels (mel bins) come first.
+        return torch.randn((ctx.batch, size, FEATURE_FRAMES), generator=ctx.generator)
+    return torch.randn((ctx.batch, FEATURE_FRAMES, size), generator=ctx.generator)
+
+
+def _frame_mask(ctx: InputContext) -> Any:
+    """Ones over the time axis of the audio features built before it."""
+    import torch
+
+    features = ctx.inputs.get("input_features")
+    if features is None:
+        return _ones(ctx)
+    channels_first = features.dim() == 3 and features.shape[1] in ctx.conv1d_in_channels
+    frames = features.shape[-1] if channels_first or features.shape[-1] > features.shape[1] else features.shape[1]
+    return torch.ones((ctx.batch, frames), dtype=torch.long)
 
 
 def _ones(ctx: InputContext) -> Any:
@@ -173,6 +190,7 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
     "input_values": _audio,
     "input_features": input_features,
     "decoder_input_ids": _decoder_ids,
+    "input_features_mask": _frame_mask,
 }
 
 # Optional arguments filled with the main input when the forward takes them (the ones a
@@ -180,8 +198,11 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
 COMPANIONS: dict[str, tuple[str, ...]] = {
     "input_ids": ("attention_mask", "token_type_ids", "bbox"),
     "pixel_values": ("pixel_mask",),
+    "input_features": ("input_features_mask",),
 }
 KIND_EXTRAS: dict[str, tuple[str, ...]] = {
+    "IMAGE_TEXT_TO_TEXT": ("input_ids", "attention_mask"),
+    "MULTIMODAL_LM": ("input_ids", "attention_mask"),
     "ZERO_SHOT_IMAGE_CLASSIFICATION": ("input_ids", "attention_mask", "pixel_values"),
     "VISUAL_QUESTION_ANSWERING": ("input_ids", "attention_mask", "pixel_values"),
 }
@@ -281,12 +302,19 @@ def make_inputs(
     from sweeper.materialize import rules
 
     generator = torch.Generator().manual_seed(seed)
-    ctx = InputContext(config=config, batch=batch, seq=seq, generator=generator, params=forward_params(model))
+    ctx = InputContext(
+        config=config, batch=batch, seq=seq, generator=generator, params=forward_params(model),
+        conv1d_in_channels=frozenset(m.in_channels for m in model.modules() if isinstance(m, torch.nn.Conv1d)),
+    )
     # Family rules first: they claim the arguments they build (time series, ...).
     rules.adjust_inputs(ctx, model)
     for name in _wanted(model, ctx, head_kind):
         if name not in ctx.inputs:
             ctx.inputs[name] = _build_one(name, ctx)
+    if "use_cache" in ctx.params:
+        # Forward + backward is a training step: no generation cache (hybrid caches of
+        # recurrent-only stacks are not even constructible).
+        ctx.inputs["use_cache"] = False
     extra = _labels(ctx, head_kind)
     ctx.inputs.update(extra)
     return ctx.inputs, bool(extra)

@@ -60,7 +60,7 @@ TOP_K_KEYS: tuple[str, ...] = (
     "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token", "moe_k",
     "router_top_k", "num_selected_experts",
 )
-GROUP_KEYS: tuple[str, ...] = ("n_group", "topk_group")
+GROUP_KEYS: tuple[str, ...] = ("n_group", "topk_group", "num_expert_group", "num_expert_groups", "topk_groups")
 IMAGE_SIZE_KEYS: tuple[str, ...] = ("image_size", "img_size", "input_size", "crop_size")
 
 _INTERMEDIATE_EXACT = frozenset(
