@@ -95,6 +95,7 @@ class WorkerSlot:
         self.models_done = 0
         self.started_workers = 0
         self._next_memory_check = 0.0
+        self._next_growth_check = 0.0
 
     @property
     def busy(self) -> bool:
@@ -164,20 +165,31 @@ class WorkerSlot:
             return job.submitted + self.cfg.timeout + STARTUP_GRACE_S
         return job.started + self.cfg.timeout
 
-    def _rss_mb(self) -> float:
+    def _rss_mb(self, *, children: bool = True) -> float:
+        """The worker's resident memory, with what it started (compile workers) unless told not."""
         try:
             proc = psutil.Process(self.proc.pid)
-            return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / MIB
+            procs = [proc, *proc.children(recursive=True)] if children else [proc]
+            return sum(p.memory_info().rss for p in procs) / MIB
         except psutil.Error:
             return 0.0
+
+    def _grown(self) -> bool:
+        """Past the recycle threshold? Looked at most once a second: scanning /proc per model
+        would cost more than a fast model itself."""
+        now = time.monotonic()
+        if now < self._next_growth_check:
+            return False
+        self._next_growth_check = now + 1.0
+        limit = min(RECYCLE_RSS_MB, self.cfg.memory_limit_mb or RECYCLE_RSS_MB)
+        return self._rss_mb(children=False) > limit
 
     def _finish(self, record: ModelRecord, leaked: list[str]) -> ModelRecord:
         self.job = None
         self.models_done += 1
         if leaked:
             record.notes["worker_recycled"] = "leaked patches: " + ", ".join(leaked[:5])
-        limit = min(RECYCLE_RSS_MB, self.cfg.memory_limit_mb or RECYCLE_RSS_MB)
-        if leaked or self.models_done >= max(1, self.cfg.worker_max_models) or self._rss_mb() > limit:
+        if leaked or self.models_done >= max(1, self.cfg.worker_max_models) or self._grown():
             self.stop()
         return record
 
