@@ -121,16 +121,21 @@ def summary_section(a: Analysis) -> str:
 
 
 def stages_section(a: Analysis) -> str:
-    """Per-stage counts among models tried on the device."""
+    """Per-stage counts (and shares) among models tried on the device."""
     if a.stages.empty:
         return "_No stages recorded._"
-    headers = ["stage", "pass", "fail", "blocked", "skip", "not recorded", "pass %"]
-    rows = [
-        [md(r.stage), num(r.pass_), num(r.fail), num(r.blocked), num(r.skip), num(r.not_recorded), pct(r.pass_share)]
-        for r in a.stages.rename(columns={"pass": "pass_", "not recorded": "not_recorded"}).itertuples(index=False)
-    ]
-    note = "Counts are over the models tried on the device; a stage is blocked when an earlier one failed."
-    return note + "\n\n" + table(headers, rows, "lrrrrrr")
+    tested = a.overview["tested"]
+    statuses = ["pass", "fail", "blocked", "skip", "not recorded"]
+
+    def cell(count: int) -> str:
+        return f"{num(count)} ({pct(count / tested)})" if tested else num(count)
+
+    rows = [[md(row["stage"]), *(cell(row[s]) for s in statuses)] for row in a.stages.to_dict(orient="records")]
+    note = (
+        f"Counts (and shares) of the {num(tested)} models tried on the device; a stage is blocked when an "
+        "earlier one failed, and with `--collect-all` later stages still run after a failure."
+    )
+    return note + "\n\n" + table(["stage", *statuses], rows, "lrrrrr")
 
 
 def links_to_hub(a: Analysis) -> bool:

@@ -166,21 +166,22 @@ def reason_cell(kind: Any, op: Any, message: Any, more: int = 0) -> str:
 def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link: bool) -> str:
     """One row per model: rank, model, downloads, a mark per stage, reason, repro."""
     headers = ["rank", "model", *(["downloads"] if weighted else []), *stages, "status", "reason", "repro"]
-    col = {c: models[c].tolist() for c in models.columns}  # plain lists: fast for 100,000 rows
-    marks = [[MARKS.get(v or "", "—") for v in col[f"stage_{s}"]] for s in stages]
+    marks = zip(*[[MARKS.get(v or "", "—") for v in models[f"stage_{s}"].tolist()] for s in stages]) if stages else None
+    columns = [models[c].tolist() for c in MODEL_TABLE_COLUMNS]  # plain lists: fast for 100,000 rows
     lines = []
-    for i, rank in enumerate(col["rank"]):
-        downloads = col["downloads"][i]
-        cells = [
-            num(None if pd.isna(rank) else rank),
-            model_link(col["model_id"][i], link=link),
-            *([compact(None if pd.isna(downloads) else downloads)] if weighted else []),
-            *(m[i] for m in marks),
-            col["status"][i],
-            reason_cell(col["reason_kind"][i], col["reason_op"][i], col["reason_message"][i], col["blocker_count"][i] - 1),
-            code(col["repro"][i]),
-        ]
+    for rank, model_id, downloads, status, kind, op, message, count, repro in zip(*columns):
+        cells = [num(None if rank is pd.NA else rank), model_link(model_id, link=link)]
+        if weighted:
+            cells.append(compact(None if downloads is pd.NA else downloads))
+        if marks is not None:
+            cells.extend(next(marks))
+        cells += [status, reason_cell(kind, op, message, count - 1), code(repro)]
         lines.append("| " + " | ".join(cells) + " |")
     legend = "✅ pass · ❌ fail · ⛔ blocked by an earlier stage · ⏭ skipped · — not recorded"
     head = table(headers, [], align_for(headers))
     return legend + "\n\n" + head + ("\n" + "\n".join(lines) if lines else "")
+
+
+MODEL_TABLE_COLUMNS = [
+    "rank", "model_id", "downloads", "status", "reason_kind", "reason_op", "reason_message", "blocker_count", "repro",
+]  # fmt: skip

@@ -126,7 +126,7 @@ def test_notes_for_unfinished_sweep_and_first_blocker_only(tmp_path: Path) -> No
     text = report_for(tmp_path, [record("m", 1, 1, stages=["load", "forward"])], sweep)
     assert "The sweep did not finish" in text
     assert "roadmap figures of what one op frees are upper bounds" in text
-    assert "| load | 1 | 0 | 0 | 0 | 0 | 100.0% |" in text
+    assert "| load | 1 (100.0%) | 0 (0.0%) | 0 (0.0%) | 0 (0.0%) | 0 (0.0%) |" in text
     assert "| backward |" not in text
 
 
