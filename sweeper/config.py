@@ -33,7 +33,7 @@ class SweepConfig:
     catalog: str | None = None
     weights: str = "tiny"
     stages: tuple[str, ...] = tuple(s.value for s in Stage)
-    executor: str = "process"
+    executor: str = "ray"
     out: str | None = None
     timeout: float = 300.0
     compile_backend: str | None = None
