@@ -54,7 +54,7 @@ def catalog_rows(path: Path, count: int) -> list[tuple[str, int, str]]:
         model_id, downloads, task = base[i % len(base)]
         lap = i // len(base)
         rows.append((model_id if lap == 0 else f"{model_id}-v{lap}", downloads // (lap + 1), task))
-    return rows
+    return sorted(rows, key=lambda r: -r[1])  # rank follows downloads, as in a Hub listing
 
 
 def make_record(rng: random.Random, rank: int, model_id: str, downloads: int, task: str) -> dict:

@@ -14,9 +14,11 @@ matplotlib.use("Agg")  # no display: reports are built in jobs and tests
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
 from sweeper.report.aggregate import STAGE_STATUSES, weight
 from sweeper.report.analysis import Analysis
+from sweeper.report.escape import compact
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "blocked": "#9e9e9e", "skip": "#f9a825", "not recorded": "#e0e0e0"}
 TOP_BLOCKERS = 15
@@ -56,7 +58,7 @@ def _stages(a: Analysis) -> plt.Figure | None:
     ax.set_xlim(0, 100)
     ax.set_xlabel(f"% of {tested:,} models tried on the device")
     ax.set_title("Outcome by stage")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -100,6 +102,7 @@ def _blockers(a: Analysis) -> plt.Figure | None:
     ax.barh([str(label)[:60].replace("$", r"\$") for label in labels], values.to_numpy(dtype=float), color=COLORS["fail"])
     ax.invert_yaxis()
     ax.set_xlabel("downloads of models blocked" if a.weighted else "models blocked")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: compact(v)))
     ax.set_title(f"Top blockers ({what})")
     fig.tight_layout()
     return fig
