@@ -86,8 +86,9 @@ def greedy(plan: dict[str, Any]) -> str:
         return "_No set of ops alone would make another model pass._"
     unit = "downloads" if plan["weighted"] else "models"
     head = (
-        f"Starting from {pct(plan['start'])} of the catalog's {unit} passing end to end; lowering every op "
-        f"below (and every other op the failing models need) reaches at most {pct(plan['ceiling'])}."
+        f"Lower these ops in this order (each step takes the op that makes the most {unit} pass). Today "
+        f"{pct(plan['start'])} of the catalog's {unit} pass end to end; lowering every blocking op would reach "
+        f"at most {pct(plan['ceiling'])}, as models with other blockers (dtypes, numerics, crashes) still fail."
     )
     headers = ["k", "lower", "models that then pass", f"{unit} freed", "coverage after"]
     rows = [
