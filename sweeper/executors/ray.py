@@ -72,8 +72,10 @@ def connect(cfg: SweepConfig) -> bool:
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-    if cfg.address:
-        ray.init(address=cfg.address, **common)
+    # Inside `ray job submit` (and KubeRay RayJobs) RAY_ADDRESS names the cluster: attach.
+    address = cfg.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, **common)
         return True
     # Local workers inherit the driver's environment: give them its sys.path so check
     # functions defined outside the installed package (tests, plugins) unpickle there.

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Nightly sweep on a Ray cluster, then a diff against the previous night.
+#
+# Runs as the entrypoint of a Ray job (the RayCronJob in raycronjob.yaml, or
+# `ray job submit -- bash configs/cluster/nightly.sh`). Only this driver writes the
+# results, so only the head pod needs the shared results volume. A retried or re-run job
+# for the same night resumes the same folder: every model is recorded exactly once.
+#
+# Settings (environment): SWEEP_RESULTS (shared folder), SWEEP_DEVICE, SWEEP_TOP,
+# SWEEP_TIMEOUT, SWEEP_EXTRA (more sweep flags, e.g. "--catalog /data/hub.csv").
+set -euo pipefail
+
+results="${SWEEP_RESULTS:-/results}/${SWEEP_DEVICE:-trnsim}"
+night="$(date -u +%Y-%m-%d)"
+out="${results}/${night}"
+mkdir -p "${results}"
+
+# The latest earlier night that finished (has a report), if any.
+previous="$(find "${results}" -mindepth 1 -maxdepth 1 -type d -name '20*' ! -name "${night}" \
+    -exec test -e '{}/report.md' ';' -print | sort | tail -n 1)"
+
+# shellcheck disable=SC2086  # SWEEP_EXTRA holds several flags on purpose
+sweep --top "${SWEEP_TOP:-1000}" --device "${SWEEP_DEVICE:-trnsim}" \
+    --executor ray --address auto \
+    --timeout "${SWEEP_TIMEOUT:-600}" --retries 2 \
+    --out "${out}" --quiet ${SWEEP_EXTRA:-}
+
+if [[ -n "${previous}" ]]; then
+    sweep diff "${previous}" "${out}" > "${out}/diff.md"
+    echo "diff against ${previous}: ${out}/diff.md"
+fi
+ln -sfn "${out}" "${results}/latest"

@@ -1,0 +1,106 @@
+"""configs/cluster: the manifests are valid YAML of the right shape, their sweep commands
+parse with the real CLI, and the nightly script sweeps, diffs and links as documented."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+import ray
+import typer.main
+import yaml
+
+from sweeper.cli import app
+
+CLUSTER = Path(__file__).resolve().parents[2] / "configs" / "cluster"
+CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
+
+
+def _load(name: str) -> dict:
+    docs = list(yaml.safe_load_all((CLUSTER / name).read_text()))
+    assert len(docs) == 1
+    return docs[0]
+
+
+def _parses(command: str) -> dict:
+    """The sweep flags of ``command`` parsed by the CLI itself (unknown flags raise)."""
+    args = shlex.split(command)
+    assert args[0] == "sweep"
+    return typer.main.get_command(app).make_context("sweep", args[1:]).params
+
+
+def _check_cluster_spec(spec: dict) -> None:
+    assert spec["rayVersion"] == ray.__version__  # the image's Ray must match the driver's
+    head = spec["headGroupSpec"]["template"]["spec"]
+    mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
+    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in head["volumes"]}
+    assert mounts["results"] == "/results" and claims["results"]
+    for group in spec["workerGroupSpecs"]:
+        assert group["minReplicas"] <= group["replicas"] <= group["maxReplicas"]
+        assert group["template"]["spec"]["containers"][0]["image"] == head["containers"][0]["image"]
+
+
+def test_rayjob_manifest():
+    job = _load("rayjob.yaml")
+    assert (job["apiVersion"], job["kind"]) == ("ray.io/v1", "RayJob")
+    params = _parses(job["spec"]["entrypoint"])
+    assert params["address"] == "auto" and params["executor"] == "ray"
+    assert params["out"].startswith("/results/")
+    assert job["spec"]["shutdownAfterJobFinishes"] is True
+    _check_cluster_spec(job["spec"]["rayClusterSpec"])
+
+
+def test_raycronjob_manifest():
+    cron = _load("raycronjob.yaml")
+    assert (cron["apiVersion"], cron["kind"]) == ("ray.io/v1", "RayCronJob")
+    fields = cron["spec"]["schedule"].split()
+    assert len(fields) == 5 and all(CRON_FIELD.match(f) for f in fields)
+    template = cron["spec"]["jobTemplate"]
+    assert template["entrypoint"] == "bash /app/configs/cluster/nightly.sh"
+    env = yaml.safe_load(template["runtimeEnvYAML"])["env_vars"]
+    assert env["SWEEP_RESULTS"] == "/results" and env["SWEEP_TOP"] == "1000" and env["SWEEP_DEVICE"] == "trnsim"
+    _check_cluster_spec(template["rayClusterSpec"])
+
+
+def test_job_submit_example_parses():
+    script = (CLUSTER / "job-submit.sh").read_text()
+    command = script.split(" -- ", 1)[1].replace("\\\n", " ").strip()
+    assert _parses(command)["address"] == "auto"
+    subprocess.run(["bash", "-n", str(CLUSTER / "job-submit.sh")], check=True)
+
+
+@pytest.fixture
+def fake_sweep(tmp_path: Path) -> Path:
+    """A ``sweep`` on PATH that logs its arguments and writes what a finished sweep leaves."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "sweep"
+    stub.write_text(
+        "#!/usr/bin/env bash\n"
+        'echo "$*" >> "$SWEEP_LOG"\n'
+        'if [[ "$1" == diff ]]; then echo "diff $2 $3"; exit 0; fi\n'
+        'while [[ $# -gt 0 ]]; do if [[ "$1" == --out ]]; then mkdir -p "$2"; touch "$2/report.md"; fi; shift; done\n'
+    )
+    stub.chmod(0o755)
+    return bin_dir
+
+
+def test_nightly_script_sweeps_then_diffs_against_the_previous_night(tmp_path, fake_sweep):
+    results = tmp_path / "results"
+    (results / "trnsim" / "2000-01-01").mkdir(parents=True)
+    (results / "trnsim" / "2000-01-01" / "report.md").touch()
+    (results / "trnsim" / "2000-01-02").mkdir()  # unfinished: no report, never diffed against
+    log = tmp_path / "log"
+    env = {**os.environ, "PATH": f"{fake_sweep}:{os.environ['PATH']}", "SWEEP_RESULTS": str(results), "SWEEP_LOG": str(log)}
+    subprocess.run(["bash", str(CLUSTER / "nightly.sh")], check=True, env=env, capture_output=True)
+    sweep_line, diff_line = log.read_text().splitlines()
+    params = _parses("sweep " + sweep_line)
+    assert (params["top"], params["device"], params["address"]) == (1000, "trnsim", "auto")
+    tonight = Path(params["out"])
+    assert diff_line == f"diff {results / 'trnsim' / '2000-01-01'} {tonight}"
+    assert (tonight / "diff.md").read_text().startswith("diff ")
+    assert (results / "trnsim" / "latest").resolve() == tonight.resolve()
