@@ -106,7 +106,27 @@ def read_meta(out_dir: Path) -> dict[str, Any]:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON: {exc}") from None
-    return meta if isinstance(meta, dict) else {}
+    return normalise_meta(meta if isinstance(meta, dict) else {})
+
+
+def normalise_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """Give sweep.json's sections the shapes reports read (a hand-edited or older file may
+    hold a string where a table belongs); drop values that cannot be used."""
+    meta = dict(meta)
+    if isinstance(meta.get("device"), str):
+        meta["device"] = {"spec": meta["device"]}
+    for name in ("config", "source", "device", "versions"):
+        if name in meta and not isinstance(meta[name], dict):
+            del meta[name]
+    device = meta.get("device")
+    if device and not isinstance(device.get("profile"), (dict, type(None))):
+        meta["device"] = {k: v for k, v in device.items() if k != "profile"}
+    stages = (meta.get("config") or {}).get("stages")
+    if stages is not None and not (isinstance(stages, list) and all(isinstance(x, str) for x in stages)):
+        meta["config"] = {k: v for k, v in meta["config"].items() if k != "stages"}
+    if not isinstance(meta.get("wall_seconds"), (int, float)):
+        meta.pop("wall_seconds", None)
+    return meta
 
 
 # One record boiled down to what reports use: (row, stage statuses, stage a worker died
@@ -134,7 +154,12 @@ def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
                 skipped += 1
                 first_problem = first_problem or problem
                 continue
-            entry = entry_of(raw)
+            try:
+                entry = entry_of(raw)
+            except (TypeError, ValueError, AttributeError):  # a field of the wrong shape
+                skipped += 1
+                first_problem = first_problem or f"line {number} is not a sweep record"
+                continue
             entries.pop(entry[0][0], None)  # re-insert so the order follows the last write
             entries[entry[0][0]] = entry
     return entries, skipped, first_problem

@@ -93,3 +93,14 @@ def test_golden_report(tmp_path: Path) -> None:
     if os.environ.get("SWEEPER_UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_records_and_sweep_json_of_the_wrong_shape_are_tolerated(tmp_path: Path) -> None:
+    out = write_sweep(tmp_path / "out", [record("org/a", 1, 10)], {"device": "trnsim", "config": "odd", "wall_seconds": "x"})
+    bad = record("org/b", 2, 5).to_dict() | {"fallback_ops": ["not", "a", "dict"]}
+    with open(out / "records.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(bad) + "\n")
+    text = write_report(out, charts=False).read_text()
+    assert "# Model sweep on trnsim" in text
+    assert "| **models** | 1 |" in text and "| **wall time** | — |" in text
+    assert "1 unreadable line(s) of records.jsonl were skipped." in text
