@@ -33,6 +33,7 @@ class DiffResult:
     stages: pd.DataFrame
     headline: dict[str, tuple] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    link: bool = True  # model ids link to the Hub (not for zoo sweeps)
 
     @property
     def regressed_any(self) -> bool:
@@ -72,6 +73,7 @@ def compare(old: SweepData, new: SweepData) -> DiffResult:
         stages=pd.DataFrame(stage_rows, columns=["stage", "fixed", "regressed"]),
         headline=_headline(old, new),
         warnings=_warnings(old, new),
+        link=((new.meta.get("source") or {}).get("name") or "") != "zoo",
     )
 
 
@@ -107,11 +109,11 @@ def _rank(value: object) -> str:
     return num(None if pd.isna(value) else value)
 
 
-def _model_rows(frame: pd.DataFrame, kind: str) -> tuple[list[str], list[list]]:
+def _model_rows(frame: pd.DataFrame, kind: str, link: bool) -> tuple[list[str], list[list]]:
     """Table headers and rows for one kind of change."""
     if kind in ("new", "gone"):
         rows = [
-            [_rank(r.rank), model_link(r.model_id), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message)]
+            [_rank(r.rank), model_link(r.model_id, link=link), r.status, reason_cell(r.reason_kind, r.reason_op, r.reason_message)]
             for r in frame.itertuples(index=False)
         ]
         return ["rank", "model", "status", "reason"], rows
@@ -119,7 +121,7 @@ def _model_rows(frame: pd.DataFrame, kind: str) -> tuple[list[str], list[list]]:
     rows = [
         [
             _rank(r.rank_new),
-            model_link(r.model_id_new),
+            model_link(r.model_id_new, link=link),
             md(getattr(r, stage_col)),
             _outcome(r.status_old, r.reason_kind_old, r.reason_op_old),
             _outcome(r.status_new, r.reason_kind_new, r.reason_op_new),
@@ -154,7 +156,7 @@ def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:
         ("New models", result.new, "new"),
         ("Gone models", result.gone, "gone"),
     ):
-        headers, rows = _model_rows(frame, kind)
+        headers, rows = _model_rows(frame, kind, result.link)
         parts += [f"## {title}", long_table(headers, rows, "models")]
     return "\n\n".join(parts) + "\n"
 
