@@ -1,6 +1,6 @@
 """``sweep publish OUT --to DIR | hf://datasets/ORG/NAME``.
 
-A folder gets everything a reader needs and nothing of this machine: report.md (and
+A folder gets everything a reader needs: report.md (and
 models.md for large sweeps), charts, summary.json, records.parquet, sweep.json and a
 dataset card (README.md) whose front matter points the Hub's viewer at the Parquet file.
 On the Hub, the records go up as a ``datasets`` dataset, the report files beside them.
