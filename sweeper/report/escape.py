@@ -18,6 +18,7 @@ _SPACES = re.compile(r"\s+")
 # inside a cell or after our own prefixes, so they need no escape).
 _MARKUP = re.compile(r"([\\`*_\[\]|~$])")
 _NEEDS_ESCAPE = re.compile(r"[\\`*_\[\]|~$<>&]")
+_CODE_SPECIAL = re.compile(r"[`|<>]")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -46,6 +47,8 @@ def code(text: object, limit: int | None = None) -> str:
     s = one_line(text, limit)
     if not s:
         return ""
+    if _CODE_SPECIAL.search(s) is None:  # the usual case: nothing to fence or escape
+        return f"`{s}`"
     if "<" in s or ">" in s:
         # Literal in a code span per CommonMark, but not every renderer agrees: use an
         # HTML code element around fully escaped text so no tag ever reaches the page.
@@ -61,7 +64,8 @@ def model_link(model_id: str, *, link: bool = True) -> str:
     """The model id, linked to its Hub page when it looks like a Hub repo id."""
     text = md(model_id)
     if link and _HUB_ID.match(model_id or ""):
-        return f"[{text}](https://huggingface.co/{quote(model_id, safe='/')})"
+        target = model_id if model_id.isascii() else quote(model_id, safe="/")  # ASCII ids that match are URL-safe
+        return f"[{text}](https://huggingface.co/{target})"
     return text
 
 

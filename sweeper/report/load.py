@@ -44,8 +44,8 @@ class SweepData:
     problems: pd.DataFrame  # key, problem
     meta: dict[str, Any] = field(default_factory=dict)
     skipped_lines: int = 0
-    # Per model, in ``models`` order: blockers, fallback_ops, graph_break_reasons and
-    # compile_problems as lists (what records.parquet stores).
+    # Per model, in ``models`` order: blockers ((kind, op, message) tuples), fallback_ops
+    # ((op, calls) tuples), graph_break_reasons and compile_problems: what records.parquet stores.
     nested: dict[str, list] = field(default_factory=dict)
 
     @property
@@ -200,8 +200,8 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
         fallbacks.extend((key, *f) for f in fb)
         breaks.extend((key, r) for r in br)
         problems.extend((key, p) for p in pr)
-        nested["blockers"].append([{"kind": k, "op": o, "message": m} for k, o, m in blk])
-        nested["fallback_ops"].append([{"op": o, "calls": c} for o, c in fb])
+        nested["blockers"].append(blk)  # (kind, op, message) tuples: Arrow reads them as structs
+        nested["fallback_ops"].append(fb)
         nested["graph_break_reasons"].append(br)
         nested["compile_problems"].append(pr)
     names = MODEL_COLUMNS + [f"stage_{s}" for s in stages]
@@ -290,11 +290,13 @@ _COUNT = MODEL_COLUMNS.index("blocker_count")
 def _stage_statuses(recorded: dict[str, str], died_in: Any, stages: list[str]) -> tuple[str | None, ...]:
     """Each stage's status; a worker that died mid-stage (``notes.stage``) left none, so
     that stage reads ``fail`` and the later ones ``blocked``."""
+    if died_in is None:
+        return tuple(recorded.get(stage) for stage in stages)
     out: list[str | None] = []
     after_death = False
     for stage in stages:
         status = recorded.get(stage)
-        if status is None and died_in is not None:
+        if status is None:
             if stage == died_in:
                 status, after_death = "fail", True
             elif after_death:
