@@ -18,7 +18,7 @@ from typing import Any
 from sweeper.errors import UsageError
 from sweeper.report import commands
 from sweeper.report.escape import num, one_line, pct
-from sweeper.report.load import SWEEP_FILE, read_meta
+from sweeper.report.meta import SWEEP_FILE, read_meta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"
