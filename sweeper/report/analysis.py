@@ -25,6 +25,7 @@ class Analysis:
     not_tested: pd.DataFrame
     reasons: pd.DataFrame
     ops: pd.DataFrame
+    op_models: dict[str, tuple[pd.DataFrame, int]]
     plan: dict[str, Any]
     fallbacks: pd.DataFrame
     breaks: pd.DataFrame
@@ -40,6 +41,7 @@ class Analysis:
 def analyse(data: SweepData) -> Analysis:
     """Run every aggregation over one sweep."""
     sigs = roadmap.signatures(data)
+    ops = roadmap.op_ranking(data, sigs)
     return Analysis(
         data=data,
         overview=aggregate.overview(data),
@@ -47,7 +49,8 @@ def analyse(data: SweepData) -> Analysis:
         stages=aggregate.stage_summary(data),
         not_tested=aggregate.not_tested(data),
         reasons=aggregate.top_reasons(data, limit=100),
-        ops=roadmap.op_ranking(data, sigs),
+        ops=ops,
+        op_models=roadmap.models_per_op(data, list(ops["op"].head(roadmap.OPS_WITH_MODELS))),
         plan=roadmap.greedy_plan(data, sigs),
         fallbacks=aggregate.fallback_table(data),
         breaks=aggregate.graph_break_table(data),
@@ -94,7 +97,13 @@ def summary(a: Analysis) -> dict[str, Any]:
         "stages": records(a.stages, None),
         "not_tested": records(a.not_tested, None),
         "top_reasons": records(a.reasons),
-        "roadmap": {"ops": records(a.ops), "plan": a.plan},
+        "roadmap": {
+            "ops": records(a.ops),
+            "models_per_op": {
+                op: {"models": total, "top": records(frame, None)} for op, (frame, total) in a.op_models.items()
+            },
+            "plan": a.plan,
+        },
         "fallback_ops": records(a.fallbacks),
         "graph_breaks": records(a.breaks),
         "compile_problems": records(a.problems),

@@ -14,10 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.report.aggregate import grouped, weight
+from sweeper.report.aggregate import grouped, ranked, weight
 from sweeper.report.load import SweepData
 
 PLAN_STEPS = 15
+OPS_WITH_MODELS = 10  # top ops whose blocked models are listed
+MODELS_PER_OP = 50
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,30 @@ def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataF
     out["unlocked_downloads"] = out["op"].map(lambda o: unlocked_w.get(o, 0) if data.has_downloads else 0)
     order = ["downloads", "models", "unlocked_downloads", "op"]
     return out.sort_values(order, ascending=[False, False, False, True], kind="stable")[cols]
+
+
+def models_per_op(data: SweepData, ops: list[str], limit: int = MODELS_PER_OP) -> dict[str, tuple[pd.DataFrame, int]]:
+    """For each op: the failing models it blocks, most downloaded first (at most ``limit``,
+    with their other blockers), and how many there are in all."""
+    fail = data.models[data.models["category"] == "fail"]
+    b = data.blockers[data.blockers["key"].isin(set(fail["key"]))]
+    blocking: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for key, kind, op in zip(b["key"], b["kind"], b["op"]):
+        has_op = isinstance(op, str) and bool(op)
+        found = blocking[key][0 if has_op else 1]
+        label = op if has_op else kind
+        if label not in found:
+            found.append(label)
+    pairs = b.loc[b["op"].isin(set(ops)), ["key", "op"]].drop_duplicates()
+    pairs = pairs.merge(fail[["key", "model_id", "downloads", "rank"]], on="key")
+    out: dict[str, tuple[pd.DataFrame, int]] = {}
+    for op, group in ranked(pairs).groupby("op", sort=False):
+        top = group.head(limit)
+        other_ops = [[o for o in blocking[k][0] if o != op] for k in top["key"]]
+        other_reasons = [list(blocking[k][1]) for k in top["key"]]
+        frame = top.assign(other_ops=other_ops, other_reasons=other_reasons)
+        out[str(op)] = (frame[["model_id", "downloads", "other_ops", "other_reasons"]], len(group))
+    return {op: out[op] for op in ops if op in out}
 
 
 def greedy_plan(data: SweepData, sigs: list[Signature] | None = None, max_steps: int = PLAN_STEPS) -> dict[str, Any]:

@@ -7,6 +7,7 @@ through ``escape`` on the way in.
 from __future__ import annotations
 
 import functools
+import html
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,6 +79,22 @@ def roadmap_ops(ops: pd.DataFrame, *, weighted: bool, link: bool) -> str:
     for i, row in enumerate(rows, 1):
         row[0] = i
     return long_table(keep, rows, "ops")
+
+
+def op_models(per_op: dict[str, tuple[pd.DataFrame, int]], *, weighted: bool, link: bool) -> str:
+    """One collapsible list per top op: the models it blocks and what else blocks them."""
+    blocks = []
+    for op, (frame, total) in per_op.items():
+        headers = ["model", *(["downloads"] if weighted else []), "other blockers"]
+        rows = [
+            [model_link(r.model_id, link=link), *([compact(r.downloads)] if weighted else []),
+             ", ".join([*map(code, r.other_ops), *map(md, r.other_reasons)]) or "none: lowering it makes this model pass"]
+            for r in frame.itertuples(index=False)
+        ]  # fmt: skip
+        more = f"\n\n…and {num(total - len(frame))} more (see records.parquet)." if total > len(frame) else ""
+        summary = f"{num(total)} model{'s' if total != 1 else ''} blocked by <code>{html.escape(op)}</code>"
+        blocks.append(details(summary, table(headers, rows, align_for(headers)) + more))
+    return "\n\n".join(blocks) if blocks else "_No ops._"
 
 
 def greedy(plan: dict[str, Any]) -> str:

@@ -64,6 +64,10 @@ def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
     assert rows[0].startswith("| 1 | `aten::upsample_bilinear2d` | unsupported\\_op | 2 | 3.5k | 1 | 2.0k |")
     # Blocks 2,500 downloads but frees none: its only other model also needs a dtype.
     assert rows[1].startswith("| 2 | `aten::_thnn_fused_lstm_cell` | unsupported\\_op | 2 | 2.5k | 0 | 0 |")
+    per_op = roadmap[roadmap.index("### Models per op") : roadmap.index("### Lowering plan")]
+    assert "<summary>2 models blocked by <code>aten::_thnn_fused_lstm_cell</code></summary>" in per_op
+    assert "| [org/up](https://huggingface.co/org/up) | 2.0k | none: lowering it makes this model pass |" in per_op
+    assert "| [org/lstm-dtype](https://huggingface.co/org/lstm-dtype) | 1.0k | unsupported\\_dtype |" in per_op
     plan = roadmap[roadmap.index("### Lowering plan") :]
     assert "| 1 | `aten::upsample_bilinear2d` | 1 | 2.0k | 33.3% |" in plan
     assert "| 2 | `aten::_thnn_fused_lstm_cell` | 1 | 1.5k | 40.8% |" in plan
