@@ -62,6 +62,7 @@ def ensure_registered() -> None:
         devmod.install_serialization()
         devmod.install_printing()
         devmod.install_nested_guard()
+        devmod.install_storage_clone()
         _register_kernels()
         # The kernels are Python frames that run while torch.compile'd code executes
         # eagerly (after a graph break): Dynamo must never try to trace them.

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from sweeper.devices.trnsim import state
@@ -43,17 +44,19 @@ class _OpScan(TorchDispatchMode):
 
         out = func(*args, **(kwargs or {}))
         name = op_name(func)
-        self.ops[name] = self.ops.get(name, False) or bool(free_unbacked_symbols(out))
+        leaves = [x for x in pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, torch.SymInt))]
+        self.ops[name] = self.ops.get(name, False) or any(free_unbacked_symbols(x) for x in leaves)
         return out
 
 
 def eager_ops(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, bool]:
     """Aten ops the Dynamo graph reaches when run eagerly (replayed on fake tensors), each
     with whether its output shape depends on data."""
-    from torch._guards import detect_fake_mode
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException, FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
+    # A private fake mode: Dynamo's own one carries guards this replay must not add to.
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
     with fake_mode:
         inputs = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not _is_fake(x) else x
                   for x in example_inputs]
@@ -61,6 +64,8 @@ def eager_ops(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[s
     try:
         with fake_mode, scan, torch.no_grad():
             torch.fx.Interpreter(gm).run(*inputs)
+    except DynamicOutputShapeException as exc:
+        scan.ops[op_name(exc.func)] = True
     except Exception as exc:  # a replay failure must not hide the graph: AOT checks it too
         state.note_compile_problem(f"pre-decomposition scan incomplete: {type(exc).__name__}: {exc}"[:300])
     return scan.ops

@@ -9,11 +9,14 @@ inputs that need none) have no StableHLO type, and device placement has no meani
 
 from __future__ import annotations
 
-import copy
+import operator
+import os
 import re
 from dataclasses import dataclass
 
 import torch
+
+from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 
 _OP_IN_DIAG = re.compile(r"torch\.aten\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)")
 
@@ -54,7 +57,11 @@ def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     Factory nodes carry ``device=trnsim:0``, which Torch-MLIR cannot import (StableHLO has
     no devices; placement is the runtime's business), so it is dropped.
     """
-    gm = copy.deepcopy(gm)
+    # Copy the graph only: the module's tensors (trnsim parameters) stay shared.
+    graph = torch.fx.Graph()
+    out_value = graph.graph_copy(gm.graph, {})
+    graph.output(out_value)
+    gm = torch.fx.GraphModule(gm, graph)
     for node in gm.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device):
             node.kwargs = {k: v for k, v in node.kwargs.items() if k not in ("device", "pin_memory")}
@@ -92,14 +99,28 @@ def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]
     return str(module), diagnostics
 
 
+# Limits for one lowering (seconds, extra bytes); a runaway pipeline is a compile error.
+TIMEOUT_S = float(os.environ.get("TRNSIM_LOWERING_TIMEOUT", "120"))
+MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 << 30))
+
+
+def _import_isolated(gm: torch.fx.GraphModule, name: str, timeout: float) -> tuple[str | None, list[str]]:
+    try:
+        return run_isolated(lambda: _import(gm, name), timeout=timeout, extra_memory=MEMORY_BYTES)
+    except Overrun as exc:
+        return None, [f"lowering aborted: {exc}"]
+
+
 def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
-    """Lower an aten FX graph (``meta['val']`` on its nodes) to StableHLO."""
-    text, diags = _import(prepare(gm), name)
+    """Lower an aten FX graph (``meta['val']`` on its nodes) to StableHLO (in a child
+    process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits)."""
+    text, diags = _import_isolated(prepare(gm), name, TIMEOUT_S)
     if text is not None:
         return LoweringResult(True, stablehlo=text)
     joined = "\n".join(diags)
     op = failing_op(joined) or blame(gm)
-    first = next((d for d in diags if "failed" in d or "error" in d.lower()), diags[0] if diags else "")
+    first = next((d for d in diags if d.startswith("lowering aborted")), "") or \
+        next((d for d in diags if "failed" in d or "error" in d.lower()), diags[0] if diags else "")
     return LoweringResult(False, op=op, message=first.strip().splitlines()[0][:300] if first else "lowering failed")
 
 
@@ -110,14 +131,26 @@ def failing_op(text: str) -> str | None:
 
 
 def blame(gm: torch.fx.GraphModule) -> str | None:
-    """Lower each call node alone; the first that fails is the op to blame."""
+    """Lower each distinct op alone (in one child process); the first that fails is the op
+    to blame. ``None`` when every op lowers alone (the failure is in their combination)."""
+    probes: dict[str, torch.fx.GraphModule] = {}
     for node in gm.graph.nodes:
-        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
-            continue
-        single = _single_node(node)
-        if single is not None and _import(prepare(single), "probe")[0] is None:
-            return op_name(node.target)
-    return None
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            name = op_name(node.target)
+            single = None if name in probes else _single_node(node)
+            if single is not None:
+                probes[name] = prepare(single)
+
+    def first_failure() -> str | None:
+        for name, probe in probes.items():
+            if _import(probe, "probe")[0] is None:
+                return name
+        return None
+
+    try:
+        return run_isolated(first_failure, timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+    except Overrun:
+        return None
 
 
 def op_name(op: torch._ops.OpOverload) -> str:
@@ -127,6 +160,7 @@ def op_name(op: torch._ops.OpOverload) -> str:
 
 
 def _single_node(node: torch.fx.Node) -> torch.fx.GraphModule | None:
+    """A graph holding ``node`` alone, its tensor inputs as placeholders."""
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     for i, arg in enumerate(node.all_input_nodes):
@@ -136,7 +170,19 @@ def _single_node(node: torch.fx.Node) -> torch.fx.GraphModule | None:
         ph.meta["val"] = arg.meta["val"]
         env[arg] = ph
     new = graph.node_copy(node, lambda n: env[n])
-    if not isinstance(node.meta.get("val"), torch.Tensor):
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        graph.output((new,))
+    elif isinstance(val, (list, tuple)):
+        outs = []
+        for i, item in enumerate(val):
+            if isinstance(item, torch.Tensor):
+                get = graph.call_function(operator.getitem, (new, i))
+                get.meta["val"] = item
+                outs.append(get)
+        if not outs:
+            return None
+        graph.output(tuple(outs))
+    else:
         return None
-    graph.output((new,))
     return torch.fx.GraphModule(torch.nn.Module(), graph)

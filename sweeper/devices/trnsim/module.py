@@ -202,3 +202,27 @@ def install_nested_guard() -> None:
         original(self, values, offsets, *args, **kwargs)
 
     NestedTensor.__init__ = __init__
+
+
+def install_storage_clone() -> None:
+    """``storage.clone()`` (and so ``copy.deepcopy`` of tensors and modules) for trnsim.
+
+    PyTorch clones a storage by allocating a new one with the device's C++ allocator; a
+    Python backend has none (the call would crash), so trnsim clones the host owner and
+    views the copy.
+    """
+    if "clone" in _SHIMMED:
+        return
+    original = torch.storage._StorageBase.clone
+    _SHIMMED["clone"] = original
+
+    def clone(self: Any) -> Any:
+        if self.device.type != "trnsim":
+            return original(self)
+        host = torch.UntypedStorage(self.nbytes())
+        if self.nbytes():
+            host.copy_(storage.owner_of(self))
+        return storage.trn_storage_for(host)
+
+    clone.__doc__ = original.__doc__
+    torch.storage._StorageBase.clone = clone

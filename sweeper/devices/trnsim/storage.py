@@ -98,6 +98,14 @@ def cpu_view(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=t.dtype).set_(entry.owner, t.storage_offset(), t.size(), t.stride())
 
 
+def owner_of(trn: Any) -> torch.UntypedStorage:
+    """The CPU storage that owns a trnsim storage's memory."""
+    entry = _TABLE.get(trn.data_ptr())
+    if entry is None:
+        raise RuntimeError(f"trnsim storage with unknown memory {trn.data_ptr():#x}")
+    return entry.owner
+
+
 def repoint(t: torch.Tensor, cpu: torch.Tensor) -> torch.Tensor:
     """Make trnsim tensor ``t`` a view of ``cpu``'s memory (after a host resize moved it)."""
     storage = trn_storage_for(cpu.untyped_storage())
