@@ -93,7 +93,10 @@ def _prune_derived(config: Any, data: dict[str, Any]) -> None:
             if key not in names and key != "model_type" and not key.startswith("_") and not isinstance(data[key], dict):
                 del data[key]
     for key, value in data.items():
-        sub = getattr(config, key, None)
+        try:
+            sub = getattr(config, key, None)
+        except Exception:  # noqa: BLE001 - per-layer attributes refuse global access
+            continue
         if isinstance(value, dict) and hasattr(sub, "to_dict") and sub is not config:
             _prune_derived(sub, value)
 
@@ -160,7 +163,13 @@ def _shrink_layers(d: dict[str, Any]) -> None:
         d[key] = len(keep)
         new_index = {old: new for new, old in enumerate(keep)}
         for other, value in list(d.items()):
-            if other == key or not isinstance(value, list):
+            if other == key:
+                continue
+            if "layer" in other and isinstance(value, dict) and value and all(str(k).isdigit() for k in value):
+                # Per-layer overrides keyed by layer index follow the kept layers.
+                d[other] = {_index_key(k, new_index[int(k)]): v for k, v in value.items() if int(k) in new_index}
+                continue
+            if not isinstance(value, list):
                 continue
             if len(value) == n and other not in rules.STAGE_LIST_KEYS:
                 d[other] = [value[i] for i in keep]
@@ -177,6 +186,11 @@ def _shrink_layers(d: dict[str, Any]) -> None:
             d[key] = [min(v, 1) for v in d[key]]
     for key in ("out_features", "stage_names"):
         d.pop(key, None)  # regenerated from out_indices and the new depth
+
+
+def _index_key(old: Any, new: int) -> Any:
+    """A layer index key in the original's form ("05" stays zero-padded, ints stay ints)."""
+    return new if isinstance(old, int) else f"{new:0{len(old)}d}"
 
 
 def _first_int(d: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, int]:
@@ -204,13 +218,14 @@ def _shrink_heads_and_widths(d: dict[str, Any], remap: _Remap) -> None:
                 d[key] = new_heads if kv >= heads else max(1, new_heads // max(1, heads // kv))
         _, head_dim = _first_int(d, rules.HEAD_DIM_KEYS)
         if head_dim and head_dim * heads != hidden:
-            # An explicit head_dim decouples the width from the heads: any width works.
-            new_hidden = min(hidden * new_heads // heads, rules.MAX_HEADLESS_WIDTH)
+            # An explicit head_dim decouples the width from the heads: any width works
+            # (a multiple of 8 keeps grouped matmuls' strides aligned).
+            new_hidden = min(_round8(hidden * new_heads / heads), rules.MAX_HEADLESS_WIDTH)
         elif head_dim:
             new_hidden = new_heads * head_dim
         else:
-            new_hidden = new_heads * (hidden // heads) if hidden % heads == 0 else hidden * new_heads // heads
-    elif not head_key and hidden > rules.MAX_HEADLESS_WIDTH:
+            new_hidden = new_heads * (hidden // heads) if hidden % heads == 0 else _round8(hidden * new_heads / heads)
+    elif not head_key and hidden > rules.MAX_HEADLESS_WIDTH and not rules.is_convolutional(d):
         new_hidden = rules.MAX_HEADLESS_WIDTH
     else:
         return
@@ -221,10 +236,14 @@ def _shrink_heads_and_widths(d: dict[str, Any], remap: _Remap) -> None:
             remap.touched.add((id(d), key))
     for key, value in list(d.items()):
         if rules.is_scaled_width_key(key) and isinstance(value, int) and value > 0:
-            d[key] = max(8, int(round(value * ratio / 8)) * 8)
+            d[key] = _round8(value * ratio)
             remap.touched.add((id(d), key))
     remap.widths.setdefault(hidden, new_hidden)
     rules.fix_ssm_heads(d)
+
+
+def _round8(value: float) -> int:
+    return max(8, int(round(value / 8)) * 8)
 
 
 def _shrink_experts(d: dict[str, Any]) -> None:

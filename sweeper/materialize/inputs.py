@@ -32,6 +32,14 @@ _VISION_SIDE = ("vision_config", "encoder", "backbone_config", "vision_encoder",
 _AUDIO_SIDE = ("audio_config", "encoder", "speech_config", "audio_encoder")
 
 
+def _get(holder: Any, key: str) -> Any:
+    """``getattr`` that treats per-layer attributes (which refuse global reads) as absent."""
+    try:
+        return getattr(holder, key, None) if holder is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
 @dataclass
 class InputContext:
     """What the rules see: the config, batch and sequence sizes, the generator."""
@@ -47,11 +55,12 @@ class InputContext:
 
     def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
         """A config field: the top config, then the given sub-configs, then any other."""
-        for holder in (self.config, *(getattr(self.config, s, None) for s in sides), *_sub_configs(self.config)):
-            value = getattr(holder, key, None) if holder is not None else None
+        for holder in (self.config, *(_get(self.config, s) for s in sides), *_sub_configs(self.config)):
+            value = _get(holder, key)
             if value is not None:
                 return value
         return default
+
 
     def special_ids(self) -> set[int]:
         """Every special token id the config names (avoided in sampled input ids)."""
@@ -70,7 +79,7 @@ def _sub_configs(config: Any) -> list[Any]:
     names = list(getattr(config, "sub_configs", {}) or {}) + [
         k for k, v in vars(config).items() if hasattr(v, "to_dict") and hasattr(v, "model_type")
     ]
-    return [getattr(config, n) for n in dict.fromkeys(names) if getattr(config, n, None) is not None]
+    return [_get(config, n) for n in dict.fromkeys(names) if _get(config, n) is not None]
 
 
 def token_ids(ctx: InputContext, shape: tuple[int, ...], *, sides: tuple[str, ...] = _TEXT_SIDE) -> Any:
@@ -277,7 +286,8 @@ def _labels(ctx: InputContext, head_kind: str | None) -> dict[str, Any]:
         return {"return_loss": True}
     if "labels" not in params:
         return {}
-    if head_kind in SEQ2SEQ_KINDS and "decoder_input_ids" in inputs:
+    if "decoder_input_ids" in inputs and (head_kind in SEQ2SEQ_KINDS or head_kind in TOKEN_LABEL_KINDS):
+        # An encoder-decoder's loss is over the decoder sequence, whatever the head.
         return {"labels": inputs["decoder_input_ids"].clone()}
     if head_kind in TOKEN_LABEL_KINDS and "input_ids" in inputs:
         return {"labels": inputs["input_ids"].clone()}

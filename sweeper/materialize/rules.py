@@ -133,15 +133,34 @@ def apply_dict_rules(d: dict[str, Any]) -> None:
     for key in ("q_lora_rank", "kv_lora_rank"):
         if isinstance(d.get(key), int) and d[key] > 128:
             d[key] = 128
-    # Hierarchical encoders size each stage from a list: shrink widths, keep head dims.
-    sizes = d.get("hidden_sizes")
-    if isinstance(sizes, list) and sizes and all(isinstance(v, int) for v in sizes) and max(sizes) > 256:
-        d["hidden_sizes"] = [max(8, v // 4) for v in sizes]
     _fix_layout_parts(d)
+    _fix_attention_pattern(d)
     if isinstance(d.get("embed_dim"), int) and isinstance(d.get("num_heads"), list):
         d["num_heads"] = [max(1, h // 2) for h in d["num_heads"]]
         d["embed_dim"] = max(16, d["embed_dim"] // 2)
 
+
+
+def is_convolutional(d: dict[str, Any]) -> bool:
+    """Conv nets size stages by lists (widths, kernels, channels): their widths stay
+    (one block per stage keeps them small) since many fields derive from each other."""
+    return any(
+        isinstance(v, list) and ("channels" in k or "kernel" in k or "filters" in k or k in STAGE_LIST_KEYS
+                                 or k == "hidden_sizes")
+        for k, v in d.items()
+    )
+
+
+def _fix_attention_pattern(d: dict[str, Any]) -> None:
+    """``attention_types`` = [[pattern, repeats], ...] must cover exactly the layers."""
+    types = d.get("attention_types")
+    if isinstance(types, list) and types and isinstance(types[0], list) and len(types[0]) == 2:
+        pattern = types[0][0]
+        d["attention_types"] = [[pattern, 1]]
+        for key in MAIN_LAYER_KEYS:
+            if isinstance(d.get(key), int):
+                d[key] = len(pattern)
+        d.pop("attention_layers", None)
 
 
 def _fix_layout_parts(d: dict[str, Any]) -> None:
@@ -181,8 +200,38 @@ def _time_series(ctx: Any, model: Any) -> None:
         ctx.inputs.pop(name, None)
 
 
+def _grid_arg(ctx: Any) -> str | None:
+    return next((n for n in ("grid_thw", "image_grid_thw") if n in ctx.params), None)
+
+
+def _patch_arg(ctx: Any) -> str | None:
+    return next((n for n in ("hidden_states", "pixel_values") if n in ctx.params), None)
+
+
+def _is_patch_tower(ctx: Any, model: Any) -> bool:
+    """Vision towers fed flattened patches plus a (t, h, w) grid per image (the grid is
+    a required argument; multimodal LMs take it optionally and run text-only)."""
+    grid = _grid_arg(ctx)
+    return grid is not None and _patch_arg(ctx) is not None and ctx.params[grid].default is ctx.params[grid].empty
+
+
+def _patch_tower(ctx: Any, model: Any) -> None:
+    """(images·t·h·w, C·tp·p·p) patches and their grids; h, w a multiple of the merge."""
+    import torch
+
+    patch = int(ctx.lookup("patch_size", (), 14))
+    temporal = int(ctx.lookup("temporal_patch_size", (), 1) or 1)
+    channels = int(ctx.lookup("in_channels", (), None) or ctx.lookup("num_channels", (), 3))
+    side = 2 * int(ctx.lookup("spatial_merge_size", (), 2) or 2)
+    grid = torch.tensor([[1, side, side]] * ctx.batch)
+    shape = (ctx.batch * side * side, channels * temporal * patch * patch)
+    ctx.inputs[_patch_arg(ctx)] = torch.randn(shape, generator=ctx.generator)
+    ctx.inputs[_grid_arg(ctx)] = grid
+
+
 INPUT_RULES: tuple[tuple[Any, Any], ...] = (
     (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
+    (_is_patch_tower, _patch_tower),
 )
 
 
