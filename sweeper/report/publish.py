@@ -17,7 +17,7 @@ from typing import Any
 
 from sweeper.errors import UsageError
 from sweeper.report import commands
-from sweeper.report.escape import num, one_line, pct
+from sweeper.report.escape import code, md, num, one_line, pct
 from sweeper.report.meta import SWEEP_FILE, read_meta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
@@ -78,10 +78,10 @@ def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: s
         "---",
     ]
     lines = [
-        f"# {one_line(title)}",
+        f"# {md(title)}",
         "",
         (
-            f"One row per model tried by `sweeper` (sweep `{one_line(meta.get('sweep_id') or 'unknown')}`): "
+            f"One row per model tried by `sweeper` (sweep {code(meta.get('sweep_id') or 'unknown')}): "
             "whether it loads, moves to the device, runs forward and backward and compiles, and what blocks it."
         ),
         "",

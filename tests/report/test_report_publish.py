@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from hub_fixtures import hub_server  # noqa: F401  (the loopback Hub fixture)
 from report_factory import record, write_sweep
 from test_report_markdown import sweep_records
@@ -36,6 +37,17 @@ def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:
     report = (site / "report.md").read_text()
     for link in ("charts/pass_rate_by_stage.png", "charts/top_blockers.png"):
         assert f"]({link})" in report and (site / link).is_file()
+
+
+def test_dataset_card_escapes_what_sweep_json_says(tmp_path: Path) -> None:
+    sweep = {"sweep_id": "x`y", "device": {"spec": "<script>x</script>\n# h"}, "source": {"name": "catalog"}}
+    out = write_sweep(tmp_path / "out", [record("m", 1, 1)], sweep)
+    card = (Path(publish(out, str(tmp_path / "site"))) / "README.md").read_text()
+    _, front, body = card.split("---\n", 2)
+    assert yaml.safe_load(front)["pretty_name"] == "Model sweep on <script>x</script> # h"  # plain YAML data
+    assert "<script>" not in body and "\n# h" not in body
+    assert "# Model sweep on &lt;script&gt;x&lt;/script&gt; # h\n" in body
+    assert "(sweep ``x`y``)" in body
 
 
 def test_publish_refuses_its_own_folder_and_bad_hub_targets(tmp_path: Path) -> None:
