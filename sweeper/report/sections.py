@@ -187,8 +187,11 @@ def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link
     marks = zip(*[[MARKS.get(v or "", "—") for v in models[f"stage_{s}"].tolist()] for s in stages]) if stages else None
     columns = [models[c].tolist() for c in MODEL_TABLE_COLUMNS]  # plain lists: fast for 100,000 rows
     lines = []
-    for rank, model_id, downloads, status, kind, op, message, count, repro in zip(*columns):
-        cells = [num(None if rank is pd.NA else rank), model_link(model_id, link=link)]
+    for rank, model_id, downloads, status, kind, op, message, count, repro, key, arch in zip(*columns):
+        model = model_link(model_id, link=link)
+        if key != model_id and arch:  # one checkpoint tried with several head classes (zoo)
+            model += f" ({md(arch)})"
+        cells = [num(None if rank is pd.NA else rank), model]
         if weighted:
             cells.append(compact(None if downloads is pd.NA else downloads))
         if marks is not None:
@@ -202,4 +205,5 @@ def model_table(models: pd.DataFrame, stages: list[str], *, weighted: bool, link
 
 MODEL_TABLE_COLUMNS = [
     "rank", "model_id", "downloads", "status", "reason_kind", "reason_op", "reason_message", "blocker_count", "repro",
+    "key", "architecture",
 ]  # fmt: skip

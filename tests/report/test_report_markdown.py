@@ -116,12 +116,14 @@ def test_hostile_ids_and_messages_cannot_break_the_markdown(tmp_path: Path) -> N
 def test_without_downloads_weighted_figures_are_omitted(tmp_path: Path) -> None:
     recs = [record("bert", 1, None), record("lstm", 2, None, "fail", fail_at="forward",
                                               blockers=[reason("unsupported_op", "aten::lstm")])]  # fmt: skip
+    recs[0].key, recs[0].architecture = "bert::BertForMaskedLM", "BertForMaskedLM"
     text = report_for(tmp_path, recs, meta(source={"name": "zoo"}))
     assert "download-weighted figures are omitted" in text
     assert "catalog's downloads" not in text
     assert "downloads blocked" not in text
     assert "**Device pass rate: 50.0%**" in text
     assert "huggingface.co" not in text  # zoo ids are not Hub repos
+    assert "| 1 | bert (BertForMaskedLM) | ✅ |" in text
 
 
 def test_notes_for_unfinished_sweep_and_first_blocker_only(tmp_path: Path) -> None:
