@@ -18,6 +18,7 @@ import argparse
 import csv
 import gzip
 import json
+import os
 import random
 import resource
 import subprocess
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CATALOG = REPO.parent / "shared" / "catalogs" / "hub-models-2022-07.csv.gz"
+CATALOG = Path(os.environ.get("SWEEPER_SHARED", REPO.parent / "shared")) / "catalogs" / "hub-models-2022-07.csv.gz"
 STAGES = ["load", "to_device", "forward", "backward", "compile"]
 OPS = [f"aten::{n}" for n in (
     "upsample_bilinear2d", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "upsample_bicubic2d",
