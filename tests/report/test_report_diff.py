@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,14 @@ def test_diff_of_a_missing_sweep_is_a_usage_error(tmp_path: Path) -> None:
     _, new = sweeps(tmp_path)
     with pytest.raises(UsageError, match="does not exist"):
         diff_command(tmp_path / "nope", new, fail_on_regression=True)
+
+
+def test_golden_diff(tmp_path: Path) -> None:
+    """The committed diff for fixed sweeps; refresh with SWEEPER_UPDATE_GOLDEN=1."""
+    old, new = sweeps(tmp_path)
+    text, _ = diff_command(old, new, fail_on_regression=False)
+    text = text.replace(str(tmp_path), "TMP")  # the folders named in the header
+    golden = Path(__file__).parent / "golden" / "diff.md"
+    if os.environ.get("SWEEPER_UPDATE_GOLDEN"):
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
