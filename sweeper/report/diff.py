@@ -34,6 +34,7 @@ class DiffResult:
     headline: dict[str, tuple] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     link: bool = True  # model ids link to the Hub (not for zoo sweeps)
+    labels: tuple[str, str] = ("", "")  # sweep id and start date of each side
 
     @property
     def regressed_any(self) -> bool:
@@ -74,7 +75,15 @@ def compare(old: SweepData, new: SweepData) -> DiffResult:
         headline=_headline(old, new),
         warnings=_warnings(old, new),
         link=((new.meta.get("source") or {}).get("name") or "") != "zoo",
+        labels=(_label(old), _label(new)),
     )
+
+
+def _label(data: SweepData) -> str:
+    """``sweep ID, DATE`` from sweep.json, as far as it tells."""
+    parts = [f"sweep {code(data.meta['sweep_id'])}" if data.meta.get("sweep_id") else ""]
+    parts.append(md(str(data.meta.get("started") or "")[:10]))
+    return ", ".join(p for p in parts if p)
 
 
 def _headline(old: SweepData, new: SweepData) -> dict[str, tuple]:
@@ -134,7 +143,8 @@ def _model_rows(frame: pd.DataFrame, kind: str, link: bool) -> tuple[list[str], 
 
 def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:
     """The diff as Markdown."""
-    parts = ["# Sweep diff", f"Old: {code(old_name)} · new: {code(new_name)}"]
+    (old_label, new_label) = (f" ({label})" if label else "" for label in result.labels)
+    parts = ["# Sweep diff", f"Old: {code(old_name)}{old_label} · new: {code(new_name)}{new_label}"]
     parts += [f"> {w}" for w in result.warnings]
     heads = [[k, _fmt(k, a), _fmt(k, b)] for k, (a, b) in result.headline.items()]
     parts.append(table(["", "old", "new"], heads, "lrr"))
