@@ -123,6 +123,7 @@ def run_report(out: Path) -> None:
 
 
 def main() -> None:
+    """Generate the records, run the report in a child process, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--catalog", type=Path, default=CATALOG)

@@ -35,6 +35,7 @@ class Analysis:
 
     @property
     def weighted(self) -> bool:
+        """Whether download counts exist, so weighted figures are shown."""
         return self.coverage is not None
 
 

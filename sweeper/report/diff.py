@@ -38,6 +38,7 @@ class DiffResult:
 
     @property
     def regressed_any(self) -> bool:
+        """Whether any model or stage regressed (what ``--fail-on-regression`` checks)."""
         return not self.regressed.empty
 
 
