@@ -140,7 +140,9 @@ def main() -> None:
             sys.exit(child.stderr)
         figures = json.loads(child.stdout.strip().splitlines()[-1])
         report = (out / "report.md").stat().st_size / 2**20
-        print(f"records.jsonl {size:.1f} MiB; report.md {report:.1f} MiB; cpu {figures['cpu_seconds']:.2f} s")
+        load = os.getloadavg()[0]  # other work on the machine stretches wall time, not CPU time
+        print(f"records.jsonl {size:.1f} MiB; report.md {report:.1f} MiB; cpu {figures['cpu_seconds']:.2f} s; "
+              f"load average {load:.1f} on {os.cpu_count()} CPUs")  # fmt: skip
     print(f"report_scale records={args.records} seconds={figures['seconds']:.2f} peak_mib={figures['peak_mib']:.0f}")
 
 
