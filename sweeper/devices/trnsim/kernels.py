@@ -66,29 +66,51 @@ def _feature(name: str) -> str | None:
     return None
 
 
-def _unwrap(a: Any, name: str, keep: dict[int, Tensor]) -> Any:
+_HOST = "_trnsim_host"
+
+
+def host_view(t: Tensor) -> Tensor:
+    """CPU view of a trnsim tensor, cached on the tensor while its metadata is unchanged.
+
+    Parameters and activations reach many ops; rebuilding the view each time costs more
+    than the check. The check (pointer, dtype, sizes, strides) catches every way a tensor's
+    metadata changes without a kernel seeing it (``p.data = ...``, in-place view ops).
+    """
+    d = t.__dict__
+    c = d.get(_HOST)
+    if c is not None and c.data_ptr() == t.data_ptr() and c.dtype is t.dtype and c.shape == t.shape \
+            and c.stride() == t.stride():
+        return c
+    c = storage.cpu_view(t)
+    d[_HOST] = c
+    return c
+
+
+def _unwrap(a: Any, name: str, keep: dict[int, Tensor] | None) -> Any:
     """CPU view of a trnsim tensor (or list of them); other values pass through."""
     if isinstance(a, Tensor):
         if a.is_cpu:
             return a
         if a.dtype not in ALLOWED_DTYPES:
             refuse_dtype(name, a.dtype)
-        c = storage.cpu_view(a)
-        keep[id(c)] = a
+        c = host_view(a)
+        if keep is not None:
+            keep[id(c)] = a
         return c
     if isinstance(a, (list, tuple)) and a and any(isinstance(x, Tensor) for x in a):
         return type(a)(_unwrap(x, name, keep) for x in a)
     return a
 
 
-def _rewrap(r: Any, name: str, keep: dict[int, Tensor]) -> Any:
+def _rewrap(r: Any, name: str, keep: dict[int, Tensor] | None) -> Any:
     """Map a CPU result back to trnsim (same object for in-place/out=, views for aliases)."""
     if isinstance(r, Tensor):
-        orig = keep.get(id(r))
-        if orig is not None:
-            if orig.untyped_storage().data_ptr() != r.untyped_storage().data_ptr():
-                storage.repoint(orig, r)  # the host resized an out= tensor: follow it
-            return orig
+        if keep is not None:
+            orig = keep.get(id(r))
+            if orig is not None:
+                if orig.data_ptr() != r.data_ptr() or orig.shape != r.shape:
+                    storage.repoint(orig, r)  # the host resized an out= tensor: follow it
+                return orig
         if r.dtype not in ALLOWED_DTYPES:
             refuse_dtype(name, r.dtype)
         return storage.wrap(r)
@@ -104,9 +126,14 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     factory = "device" in arg_names
     has_dtype = "dtype" in arg_names
     feature = _feature(name)
-    is_view = any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    # Ops that only rewire metadata (views, in-place views) run on the trnsim tensors.
+    metadata_only = torch.Tag.inplace_view in op.tags or \
+        any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     policy_get = POLICY.get
     recs = state.STATE.recordings
+    call = op._op  # the C++ entry point, without OpOverload.__call__'s Python frame
+    redispatch = op._handle.redispatch_boxed
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         policy = policy_get(name)
@@ -117,26 +144,37 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
         if feature is not None and not state.active_profile().allows(feature):
             state.refuse(UnsupportedFeatureError(f"{name}: trnsim has no {feature} tensors", op=name, feature=feature))
         if kwargs:
-            if has_dtype and kwargs.get("dtype") is not None and kwargs["dtype"] not in ALLOWED_DTYPES:
-                refuse_dtype(name, kwargs["dtype"])
-            if factory and kwargs.get("device") is not None:
-                kwargs["device"] = _CPU
-            layout = kwargs.get("layout")
-            if layout is not None and layout != torch.strided:
-                state.refuse(UnsupportedFeatureError(f"{name}: trnsim has no {layout} tensors", op=name, feature="sparse"))
-                kwargs["layout"] = torch.strided
-        if is_view:
+            _check_kwargs(name, kwargs, has_dtype, factory)
+        if metadata_only:
             for a in args:
                 if isinstance(a, Tensor) and a.dtype not in ALLOWED_DTYPES:
                     refuse_dtype(name, a.dtype)
-            return op.redispatch(_CPU_KEYS, *args, **kwargs)
-        keep: dict[int, Tensor] = {}
-        cargs = [_unwrap(a, name, keep) for a in args]
-        ckw = {k: _unwrap(v, name, keep) for k, v in kwargs.items()} if kwargs else kwargs
-        return _rewrap(op(*cargs, **ckw), name, keep)
+            return redispatch(_CPU_KEYS, *args, **kwargs)
+        keep: dict[int, Tensor] | None = {} if mutates else None
+        cargs = []
+        for a in args:
+            if isinstance(a, Tensor) and not a.is_cpu and keep is None and a.dtype in ALLOWED_DTYPES:
+                cargs.append(host_view(a))  # the common case, inline
+            else:
+                cargs.append(_unwrap(a, name, keep))
+        if kwargs:
+            kwargs = {k: _unwrap(v, name, keep) for k, v in kwargs.items()}
+        return _rewrap(call(*cargs, **kwargs), name, keep)
 
     kernel.__name__ = f"trnsim_{name.replace('::', '_').replace('.', '_')}"
     return kernel
+
+
+def _check_kwargs(name: str, kwargs: dict[str, Any], has_dtype: bool, factory: bool) -> None:
+    """Dtype, device and layout keyword arguments of factory-like ops (edits ``kwargs``)."""
+    if has_dtype and kwargs.get("dtype") is not None and kwargs["dtype"] not in ALLOWED_DTYPES:
+        refuse_dtype(name, kwargs["dtype"])
+    if factory and kwargs.get("device") is not None:
+        kwargs["device"] = _CPU
+    layout = kwargs.get("layout")
+    if layout is not None and layout != torch.strided:
+        state.refuse(UnsupportedFeatureError(f"{name}: trnsim has no {layout} tensors", op=name, feature="sparse"))
+        kwargs["layout"] = torch.strided
 
 
 def host_call(op: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> Any:

@@ -26,12 +26,15 @@ _new_tensor = torch._C._acc.create_empty_tensor
 class _Entry:
     """One live allocation: the owning CPU storage and a weak reference to its trnsim twin."""
 
-    __slots__ = ("owner", "trn", "nbytes")
+    __slots__ = ("owner", "trn", "nbytes", "flat")
 
     def __init__(self, owner: torch.UntypedStorage, trn: Any, nbytes: int) -> None:
         self.owner = owner
         self.trn = trn
         self.nbytes = nbytes
+        # One flat CPU tensor per dtype over the whole allocation: a CPU view of any
+        # trnsim tensor is then a single as_strided call.
+        self.flat: dict[torch.dtype, torch.Tensor] = {}
 
 
 _TABLE: dict[int, _Entry] = {}
@@ -67,6 +70,10 @@ def trn_storage_for(owner: torch.UntypedStorage) -> Any:
         trn = entry.trn()
         if trn is not None:
             return trn
+    return _register(owner, ptr)
+
+
+def _register(owner: torch.UntypedStorage, ptr: int) -> Any:
     nbytes = owner.nbytes()
     trn = _new_storage(ptr, device(), nbytes)
     if ptr == 0:
@@ -75,16 +82,24 @@ def trn_storage_for(owner: torch.UntypedStorage) -> Any:
     ref.ptr = ptr
     _TABLE[ptr] = _Entry(owner, ref, nbytes)
     STATS["allocations"] += 1
-    STATS["allocated"] += nbytes
-    STATS["peak"] = max(STATS["peak"], STATS["allocated"])
+    allocated = STATS["allocated"] = STATS["allocated"] + nbytes
+    if allocated > STATS["peak"]:
+        STATS["peak"] = allocated
     return trn
+
+
+_EMPTY = [0]
+_set_boxed = _SET._handle.redispatch_boxed
 
 
 def wrap(cpu: torch.Tensor) -> torch.Tensor:
     """A trnsim tensor over ``cpu``'s memory, same offset, sizes and strides."""
-    storage = trn_storage_for(cpu.untyped_storage())
-    out = _new_tensor([0], cpu.dtype)
-    return _SET.redispatch(_CPU_KEYS, out, storage, cpu.storage_offset(), cpu.size(), cpu.stride())
+    owner = cpu.untyped_storage()
+    entry = _TABLE.get(owner.data_ptr())
+    trn = entry.trn() if entry is not None else None
+    if trn is None:
+        trn = _register(owner, owner.data_ptr())
+    return _set_boxed(_CPU_KEYS, _new_tensor(_EMPTY, cpu.dtype), trn, cpu.storage_offset(), cpu.size(), cpu.stride())
 
 
 def cpu_view(t: torch.Tensor) -> torch.Tensor:
@@ -95,7 +110,11 @@ def cpu_view(t: torch.Tensor) -> torch.Tensor:
         if t.numel() == 0:
             return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
         raise RuntimeError(f"trnsim tensor with unknown storage {ptr:#x}")
-    return torch.empty(0, dtype=t.dtype).set_(entry.owner, t.storage_offset(), t.size(), t.stride())
+    dtype = t.dtype
+    flat = entry.flat.get(dtype)
+    if flat is None:
+        flat = entry.flat[dtype] = torch.empty(0, dtype=dtype).set_(entry.owner)
+    return flat.as_strided(t.size(), t.stride(), t.storage_offset())
 
 
 def owner_of(trn: Any) -> torch.UntypedStorage:

@@ -1,0 +1,130 @@
+"""What trnsim costs over the CPU it runs on: time per training step and per op.
+
+Runs a training step (forward, backward, AdamW) of a tiny BERT and of a mid-size BERT
+(hidden 256, 4 layers, seq 128) on the CPU and on trnsim, single-threaded (so the ratio
+measures the simulator, not OpenMP scheduling), and reports the ratio of the best step times
+(timed alternately: the machine's cores are shared). The cost
+per op is the extra time per step divided by the number of aten ops trnsim dispatched
+in that step, plus a micro-benchmark of a small ``add``.
+
+    nice -n 10 .venv/bin/python benchmarks/trnsim_overhead.py [--steps N] [--quick]
+
+Last line: ``trnsim_overhead mid=<ratio> tiny=<ratio> us_per_op=<µs>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from collections.abc import Callable
+
+import torch
+
+TARGETS = {"mid": 1.3, "tiny": 3.0, "us_per_op": 10.0}
+
+
+def bert(hidden: int, layers: int, seq: int, batch: int) -> tuple[torch.nn.Module, torch.Tensor]:
+    """A randomly initialised BertForMaskedLM and a batch of token ids."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    cfg = BertConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=max(2, hidden // 64),
+                     intermediate_size=4 * hidden, vocab_size=1000, max_position_embeddings=max(64, seq))
+    torch.manual_seed(0)
+    return BertForMaskedLM(cfg), torch.randint(0, 1000, (batch, seq))
+
+
+def step_fn(model: torch.nn.Module, ids: torch.Tensor, device: str) -> Callable[[], None]:
+    """One training step of ``model`` on ``device`` (weights copied there once)."""
+    model = model.to(device)
+    ids = ids.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+
+    def step() -> None:
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def timed(step: Callable[[], None]) -> float:
+    """Wall time of one call."""
+    start = time.perf_counter()
+    step()
+    return time.perf_counter() - start
+
+
+def interleaved(cpu: Callable[[], None], trn: Callable[[], None], steps: int, warmup: int = 2) -> tuple[float, float]:
+    """Best wall time per step of each, timed alternately so both see the same machine load
+    (the cores are shared; the minimum is the least disturbed run)."""
+    for _ in range(warmup):
+        cpu(), trn()
+    cpu_times, trn_times = [], []
+    for _ in range(steps):
+        cpu_times.append(timed(cpu))
+        trn_times.append(timed(trn))
+    return min(cpu_times), min(trn_times)
+
+
+def ops_per_step(step: Callable[[], None]) -> int:
+    """Aten ops trnsim dispatches in one step."""
+    from sweeper.devices import trnsim
+
+    with trnsim.recording() as rec:
+        step()
+    return sum(rec.ops.values())
+
+
+def compare(name: str, hidden: int, layers: int, seq: int, batch: int, steps: int) -> tuple[float, float]:
+    """(trnsim / CPU time ratio, extra µs per op) for one model size."""
+    model, ids = bert(hidden, layers, seq, batch)
+    cpu_model, _ = bert(hidden, layers, seq, batch)
+    cpu_model.load_state_dict(model.state_dict())
+    trn_step = step_fn(model, ids, "trnsim")
+    cpu, trn = interleaved(step_fn(cpu_model, ids, "cpu"), trn_step, steps)
+    ops = ops_per_step(trn_step)
+    us = (trn - cpu) / ops * 1e6
+    print(f"{name:5s} hidden={hidden} layers={layers} seq={seq} batch={batch}: cpu {cpu * 1e3:8.2f} ms  "
+          f"trnsim {trn * 1e3:8.2f} ms  ratio {trn / cpu:5.2f}  ops/step {ops}  extra/op {us:5.1f} µs")
+    return trn / cpu, us
+
+
+def micro_add(n: int = 20000) -> float:
+    """Extra µs of one small ``add`` on trnsim over the same on the CPU."""
+    a, b = torch.randn(16), torch.randn(16)
+    ta, tb = a.to("trnsim"), b.to("trnsim")
+
+    def loop(x: torch.Tensor, y: torch.Tensor) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            x.add(y)
+        return (time.perf_counter() - start) / n
+
+    loop(a, b), loop(ta, tb)
+    cpu, trn = min(loop(a, b) for _ in range(3)), min(loop(ta, tb) for _ in range(3))
+    print(f"micro add(16): cpu {cpu * 1e6:.2f} µs  trnsim {trn * 1e6:.2f} µs  extra {(trn - cpu) * 1e6:.2f} µs")
+    return (trn - cpu) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per model and device")
+    parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    import sweeper.devices.trnsim  # noqa: F401 - registers the device
+
+    steps = 3 if args.quick else args.steps
+    tiny, tiny_us = compare("tiny", 32, 2, 16, 2, steps * 3)
+    mid, _ = compare("mid", 256, 4, 128, 2, steps)
+    micro = micro_add()
+    print(f"targets: mid <= {TARGETS['mid']}, tiny <= {TARGETS['tiny']}, us_per_op <= {TARGETS['us_per_op']} "
+          f"(per op measured on the tiny model's step; micro add {micro:.1f} µs)")
+    print(f"trnsim_overhead mid={mid:.2f} tiny={tiny:.2f} us_per_op={tiny_us:.1f}")
+
+
+if __name__ == "__main__":
+    main()
