@@ -7,6 +7,7 @@ Every table is sorted on explicit keys so that the same records give the same re
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -80,14 +81,16 @@ def coverage(data: SweepData) -> dict[str, Any] | None:
 
 def stage_summary(data: SweepData) -> pd.DataFrame:
     """Per stage: counts of each stage status among tested models, and the pass share."""
-    tested = data.models[data.models["category"].isin(["pass", "fail"])]
+    tested = data.models["category"].isin(["pass", "fail"]).to_numpy()
+    n = int(tested.sum())
     rows = []
     for stage in data.stages:
-        col = tested[data.stage_column(stage)]
-        seen = col.value_counts(dropna=True)  # one hashing pass instead of one scan per status
-        counts = {s: int(seen.get(s, 0)) for s in STAGE_STATUSES}
-        counts["not recorded"] = int(col.isna().sum())
-        rows.append({"stage": stage, **counts, "pass_share": counts["pass"] / len(tested) if len(tested) else None})
+        seen = Counter(data.models[data.stage_column(stage)].to_numpy()[tested].tolist())
+        counts = {s: seen.get(s, 0) for s in STAGE_STATUSES}
+        counts["not recorded"] = seen.get(None, 0)
+        # A stage status outside the four (a timeout or crash written per stage) did not pass.
+        counts["fail"] += sum(v for k, v in seen.items() if k is not None and k not in counts)
+        rows.append({"stage": stage, **counts, "pass_share": counts["pass"] / n if n else None})
     return pd.DataFrame(rows, columns=["stage", *STAGE_STATUSES, "not recorded", "pass_share"])
 
 
@@ -164,10 +167,10 @@ def _per_item(data: SweepData, long: pd.DataFrame, item: str, extra: dict | None
     if long.empty:
         return pd.DataFrame(columns=cols)
     if extra:
-        per_model = long.groupby(["key", item], sort=False).agg(**extra).reset_index()
+        per_model = long.groupby(["row", item], sort=False).agg(**extra).reset_index()
     else:
-        per_model = long.drop_duplicates(["key", item])
-    joined = per_model.merge(data.models[["key", "model_id", "downloads", "rank"]], on="key", how="left")
+        per_model = long.drop_duplicates(["row", item])[["row", item]]
+    joined = per_model.join(data.models[["key", "model_id", "downloads", "rank"]], on="row")
     out = grouped(joined, [item])
     if extra:
         sums = joined.groupby(item).agg(**extra)

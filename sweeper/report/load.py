@@ -38,10 +38,11 @@ class SweepData:
 
     models: pd.DataFrame
     stages: list[str]
-    blockers: pd.DataFrame  # key, kind, op, message: every blocker of a non-passing model
-    fallbacks: pd.DataFrame  # key, op, calls
-    breaks: pd.DataFrame  # key, reason
-    problems: pd.DataFrame  # key, problem
+    blockers: pd.DataFrame  # row, key, kind, op, message: every blocker of a non-passing model
+    fallbacks: pd.DataFrame  # row, key, op, calls
+    breaks: pd.DataFrame  # row, key, reason
+    problems: pd.DataFrame  # row, key, problem
+    # (``row`` is the model's position in ``models``.)
     meta: dict[str, Any] = field(default_factory=dict)
     skipped_lines: int = 0
     # Per model, in ``models`` order: blockers ((kind, op, message) tuples), fallback_ops
@@ -52,6 +53,11 @@ class SweepData:
     def has_downloads(self) -> bool:
         """Whether any model carries a download count (zoo sweeps carry none)."""
         return bool(self.models["downloads"].notna().any())
+
+    def failing_rows(self, long: pd.DataFrame) -> pd.Series:
+        """Which rows of a long table belong to failing models (device pass-rate failures)."""
+        fail = (self.models["category"] == "fail").to_numpy()
+        return pd.Series(fail[long["row"].to_numpy()], index=long.index, dtype=bool)
 
     def stage_column(self, stage: str) -> str:
         """The ``models`` column holding one stage's status."""
@@ -178,13 +184,14 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
     models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
     order = models.index.tolist()
     models = models.reset_index(drop=True)
+    row_of = {key: i for i, key in enumerate(models["key"].tolist())}
     return SweepData(
         models=models,
         stages=stages,
-        blockers=_frame(blockers, ["key", "kind", "op", "message"]),
-        fallbacks=_frame(fallbacks, ["key", "op", "calls"]).astype({"calls": "int64"}),
-        breaks=_frame(breaks, ["key", "reason"]),
-        problems=_frame(problems, ["key", "problem"]),
+        blockers=_frame(blockers, ["key", "kind", "op", "message"], row_of),
+        fallbacks=_frame(fallbacks, ["key", "op", "calls"], row_of).astype({"calls": "int64"}),
+        breaks=_frame(breaks, ["key", "reason"], row_of),
+        problems=_frame(problems, ["key", "problem"], row_of),
         meta=meta,
         skipped_lines=skipped_lines,
         nested={name: [lst[i] for i in order] for name, lst in nested.items()},
@@ -200,8 +207,12 @@ def _column(name: str, values: list) -> pd.Series:
     return pd.Series(values, dtype=_TYPES.get(name, object))
 
 
-def _frame(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns, dtype=object)
+def _frame(rows: list[tuple], columns: list[str], row_of: dict[str, int]) -> pd.DataFrame:
+    """A long table, with ``row``: the position of its model in ``models`` (joins on
+    integers are much cheaper than on 100,000 string keys)."""
+    frame = pd.DataFrame(rows, columns=columns, dtype=object)
+    frame.insert(0, "row", pd.Series([row_of[r[0]] for r in rows], dtype="int64"))
+    return frame
 
 
 def _sweep_stages(entries: list[Entry], meta: dict[str, Any]) -> list[str]:

@@ -22,6 +22,11 @@ OPS_WITH_MODELS = 10  # top ops whose blocked models are listed
 MODELS_PER_OP = 50
 
 
+def model_info(data: SweepData) -> pd.DataFrame:
+    """The model columns a long table joins by ``row``."""
+    return data.models[["key", "model_id", "downloads", "rank"]]
+
+
 @dataclass(frozen=True)
 class Signature:
     """Failing models that share the same blocking ops (and op-less blockers or not)."""
@@ -36,10 +41,10 @@ def signatures(data: SweepData) -> list[Signature]:
     """Failing models grouped by their set of blocking ops, in a fixed order."""
     fail = data.models[data.models["category"] == "fail"]
     w = weight(fail) if data.has_downloads else pd.Series(1, index=fail.index)
-    per_key: dict[str, tuple[set[str], list[bool]]] = {k: (set(), [False]) for k in fail["key"]}
+    per_row: dict[int, tuple[set[str], list[bool]]] = {r: (set(), [False]) for r in fail.index}
     b = data.blockers
-    for key, op in zip(b["key"], b["op"]):
-        entry = per_key.get(key)
+    for row, op in zip(b["row"].tolist(), b["op"].tolist()):
+        entry = per_row.get(row)
         if entry is None:
             continue
         if isinstance(op, str) and op:
@@ -47,8 +52,8 @@ def signatures(data: SweepData) -> list[Signature]:
         else:
             entry[1][0] = True
     acc: dict[tuple[frozenset[str], bool], list[int]] = defaultdict(lambda: [0, 0])
-    for key, wt in zip(fail["key"], w):
-        ops, other = per_key[key]
+    for row, wt in zip(fail.index, w.tolist()):
+        ops, other = per_row[row]
         slot = acc[(frozenset(ops), other[0] or not ops)]
         slot[0] += 1
         slot[1] += int(wt)
@@ -59,12 +64,12 @@ def signatures(data: SweepData) -> list[Signature]:
 def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataFrame:
     """Ops ranked by downloads blocked: models blocked, and what lowering it alone frees."""
     cols = ["op", "kinds", "models", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
-    fail_keys = set(data.models.loc[data.models["category"] == "fail", "key"])
-    b = data.blockers[data.blockers["key"].isin(fail_keys) & data.blockers["op"].notna() & (data.blockers["op"] != "")]
+    bl = data.blockers
+    b = bl[data.failing_rows(bl) & bl["op"].notna() & (bl["op"] != "")]
     if b.empty:
         return pd.DataFrame(columns=cols)
     kinds = b.groupby("op")["kind"].agg(lambda k: ", ".join(sorted(set(k))))
-    pairs = b.drop_duplicates(["key", "op"]).merge(data.models[["key", "model_id", "downloads", "rank"]], on="key")
+    pairs = b.drop_duplicates(["row", "op"])[["row", "op"]].join(model_info(data), on="row")
     out = grouped(pairs, ["op"])
     unlocked_m: dict[str, int] = defaultdict(int)
     unlocked_w: dict[str, int] = defaultdict(int)
@@ -83,22 +88,20 @@ def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataF
 def models_per_op(data: SweepData, ops: list[str], limit: int = MODELS_PER_OP) -> dict[str, tuple[pd.DataFrame, int]]:
     """For each op: the failing models it blocks, most downloaded first (at most ``limit``,
     with their other blockers), and how many there are in all."""
-    fail = data.models[data.models["category"] == "fail"]
-    b = data.blockers[data.blockers["key"].isin(set(fail["key"]))]
-    blocking: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-    for key, kind, op in zip(b["key"], b["kind"], b["op"]):
+    b = data.blockers[data.failing_rows(data.blockers)]
+    blocking: dict[int, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for row, kind, op in zip(b["row"].tolist(), b["kind"].tolist(), b["op"].tolist()):
         has_op = isinstance(op, str) and bool(op)
-        found = blocking[key][0 if has_op else 1]
+        found = blocking[row][0 if has_op else 1]
         label = op if has_op else kind
         if label not in found:
             found.append(label)
-    pairs = b.loc[b["op"].isin(set(ops)), ["key", "op"]].drop_duplicates()
-    pairs = pairs.merge(fail[["key", "model_id", "downloads", "rank"]], on="key")
+    pairs = b.loc[b["op"].isin(set(ops)), ["row", "op"]].drop_duplicates().join(model_info(data), on="row")
     out: dict[str, tuple[pd.DataFrame, int]] = {}
     for op, group in ranked(pairs).groupby("op", sort=False):
         top = group.head(limit)
-        other_ops = [[o for o in blocking[k][0] if o != op] for k in top["key"]]
-        other_reasons = [list(blocking[k][1]) for k in top["key"]]
+        other_ops = [[o for o in blocking[r][0] if o != op] for r in top["row"]]
+        other_reasons = [list(blocking[r][1]) for r in top["row"]]
         frame = top.assign(other_ops=other_ops, other_reasons=other_reasons)
         out[str(op)] = (frame[["model_id", "downloads", "other_ops", "other_reasons"]], len(group))
     return {op: out[op] for op in ops if op in out}
