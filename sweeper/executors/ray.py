@@ -129,6 +129,7 @@ class RayExecutor:
 
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
+        self.cfg = cfg
         self.started_ray = connect(cfg) or self.started_ray
         n = cluster_workers(cfg)
         self._remote = ray.remote(Supervisor).options(
@@ -246,11 +247,14 @@ class RayExecutor:
         return failure_record(ref, self.cfg, status=status, kind=kind, message=message, sweep_id=str(self.cfg.extra.get("sweep_id", "")))
 
     def _kill_actors(self) -> None:
-        # Politely first so workers end and temp files go; then make sure.
-        try:
-            ray.wait([a.shutdown.remote() for a in self.actors], num_returns=len(self.actors), timeout=10.0)
-        except RayError:
-            pass
+        # Idle actors politely first, so workers end and temp files go; busy ones (an
+        # interrupted sweep) at once: their workers die with them.
+        idle = [a for a, q in zip(self.actors, self.queues) if not q]
+        if idle:
+            try:
+                ray.wait([a.shutdown.remote() for a in idle], num_returns=len(idle), timeout=10.0)
+            except RayError:
+                pass
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
         self.actors, self.queues = [], []

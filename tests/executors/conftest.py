@@ -20,13 +20,3 @@ def ray_session():
     yield ray
     if started:
         ray.shutdown()
-
-
-def collect(executor, refs, cfg, check) -> list:
-    """Run ``executor`` and return the records in the order ``on_record`` got them."""
-    got: list = []
-    try:
-        executor.run(iter(refs), cfg, check=check, on_record=got.append)
-    finally:
-        executor.close()
-    return got

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from faults import slow_check  # noqa: E402
+from executor_faults import slow_check  # noqa: E402
 
 from sweeper.config import build_config  # noqa: E402
 from sweeper.runner import run_sweep  # noqa: E402

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import collect
-from faults import fault_check, ok_check, refs
-from test_process import FAULTY, check_fault_records
+from executor_faults import FAULTY, check_fault_records, collect, fault_check, ok_check, refs
 
 from sweeper.config import SweepConfig
 from sweeper.errors import UsageError

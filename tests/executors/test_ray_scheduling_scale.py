@@ -12,7 +12,7 @@ import os
 import resource
 import time
 
-from faults import trivial_check
+from executor_faults import trivial_check
 
 from sweeper.config import SweepConfig
 from sweeper.executors.ray import RayExecutor

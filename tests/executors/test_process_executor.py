@@ -2,41 +2,15 @@
 
 from __future__ import annotations
 
-from conftest import collect
-from faults import fault_check, ok_check, refs
+from executor_faults import FAULTY, check_fault_records, collect, fault_check, ok_check, refs
 
 from sweeper.config import SweepConfig
 from sweeper.executors.process import ProcessExecutor
-from sweeper.records import ReasonKind, Status
-
-FAULTY = ("fault/segfault-1", "fault/abort-1", "fault/hang-1", "fault/oom-1", "fault/raise-1", "fault/exit-1")
 
 
 def _by_id(records):
     assert len(records) == len({r.key for r in records}), "a ref got more than one record"
     return {r.model_id: r for r in records}
-
-
-def check_fault_records(got: dict) -> None:
-    """The records the fault models must produce, whichever executor ran them."""
-    seg = got["fault/segfault-1"]
-    assert (seg.status, seg.reason.kind) == (Status.CRASH, ReasonKind.CRASH)
-    assert "SIGSEGV" in seg.reason.message and "in stage forward" in seg.reason.message
-    assert seg.reason.op == "aten::segfault" and seg.notes["stage"] == "forward"
-    assert seg.stages["forward"].status == Status.CRASH
-    assert "SIGABRT" in got["fault/abort-1"].reason.message
-    hang = got["fault/hang-1"]
-    assert (hang.status, hang.reason.kind) == (Status.TIMEOUT, ReasonKind.TIMEOUT)
-    assert "--timeout" in hang.reason.message and hang.reason.op == "aten::hang"
-    oom = got["fault/oom-1"]
-    assert (oom.status, oom.reason.kind) == (Status.CRASH, ReasonKind.OOM), oom.reason
-    assert (got["fault/raise-1"].status, got["fault/raise-1"].reason.kind) == (Status.ERROR, ReasonKind.HARNESS)
-    assert "model exploded" in got["fault/raise-1"].reason.message
-    assert "exited with code 3" in got["fault/exit-1"].reason.message
-    for name, record in got.items():
-        if not name.startswith("fault/"):
-            assert record.status == Status.PASS, record.reason
-        assert record.repro.startswith("sweep one ") or record.status == Status.PASS
 
 
 def test_faults_cost_one_record_each_and_the_sweep_goes_on():

@@ -1,4 +1,5 @@
-"""Test-only check functions: models that pass, segfault, abort, hang, eat memory, raise, patch.
+"""Test-only check functions (models that pass, segfault, abort, hang, eat memory, raise,
+patch) and the helpers the executor tests share.
 
 ``fault_check`` picks the behaviour from the model id (``fault/segfault-3`` segfaults), so
 one sweep can mix good and bad models. Importable by worker processes and Ray workers
@@ -14,7 +15,7 @@ import time
 from typing import Any
 
 from sweeper.executors import progress
-from sweeper.records import ModelRecord, ModelRef, Status, base_record
+from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status, base_record
 
 _HOLD: list[bytes] = []
 
@@ -116,3 +117,40 @@ def slow_check(ref: ModelRef, cfg: Any) -> ModelRecord:
 def refs(*names: str) -> list[ModelRef]:
     """ModelRefs for ids, ranked in order."""
     return [ModelRef(model_id=n, rank=i + 1) for i, n in enumerate(names)]
+
+
+def collect(executor: Any, refs_: list[ModelRef], cfg: Any, check: Any) -> list[ModelRecord]:
+    """Run ``executor`` and return the records in the order ``on_record`` got them."""
+    got: list[ModelRecord] = []
+    try:
+        executor.run(iter(refs_), cfg, check=check, on_record=got.append)
+    finally:
+        executor.close()
+    return got
+
+
+FAULTY = ("fault/segfault-1", "fault/abort-1", "fault/hang-1", "fault/oom-1", "fault/raise-1", "fault/exit-1")
+
+
+def check_fault_records(got: dict[str, ModelRecord]) -> None:
+    """The records the fault models must produce, whichever executor ran them."""
+    seg = got["fault/segfault-1"]
+    assert seg.status == Status.CRASH and seg.reason is not None and seg.reason.kind == ReasonKind.CRASH
+    assert "SIGSEGV" in seg.reason.message and "in stage forward" in seg.reason.message
+    assert seg.reason.op == "aten::segfault" and seg.notes["stage"] == "forward"
+    assert seg.stages["forward"].status == Status.CRASH
+    assert "SIGABRT" in got["fault/abort-1"].reason.message
+    hang = got["fault/hang-1"]
+    assert (hang.status, hang.reason.kind) == (Status.TIMEOUT, ReasonKind.TIMEOUT)
+    assert "--timeout" in hang.reason.message and hang.reason.op == "aten::hang"
+    oom = got["fault/oom-1"]
+    assert (oom.status, oom.reason.kind) == (Status.CRASH, ReasonKind.OOM), oom.reason
+    raised = got["fault/raise-1"]
+    assert (raised.status, raised.reason.kind) == (Status.ERROR, ReasonKind.HARNESS)
+    assert "model exploded" in raised.reason.message
+    assert "exited with code 3" in got["fault/exit-1"].reason.message
+    for name, record in got.items():
+        if not name.startswith("fault/"):
+            assert record.status == Status.PASS, record.reason
+        else:
+            assert record.repro.startswith("sweep one ")
