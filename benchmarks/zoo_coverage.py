@@ -65,11 +65,23 @@ def _loss(out: Any, has_labels: bool) -> Any:
 
     if has_labels and getattr(out, "loss", None) is not None:
         return out.loss
-    values = out.values() if hasattr(out, "values") else (out if isinstance(out, (tuple, list)) else [out])
-    floats = [v for v in values if torch.is_tensor(v) and v.is_floating_point() and v.requires_grad]
+    floats = [v for v in _tensors(out) if v.is_floating_point() and v.requires_grad]
     if not floats:
         raise RuntimeError("the output has no float tensor that needs a gradient")
     return sum(v.float().mean() for v in floats)
+
+
+def _tensors(value: Any) -> list[Any]:
+    """Every tensor in a (nested) model output: ModelOutput, tuples, lists, dicts."""
+    import torch
+
+    if torch.is_tensor(value):
+        return [value]
+    if hasattr(value, "values") and callable(value.values):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
 
 
 def _reason(exc: BaseException) -> str:

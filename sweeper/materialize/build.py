@@ -8,6 +8,7 @@ ladder) → head class → seeded build in eval mode → inputs by rules. Known 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
@@ -64,10 +65,15 @@ def base_config(ref: ModelRef, cfg: Any) -> Any:
         raise ConfigError(f"config for {model_type!r} does not build: {type(exc).__name__}: {exc}") from exc
 
 
-def tiny_config(config: Any, cls: type, cap: int) -> tuple[Any, int, str]:
-    """The most aggressive shrink whose model builds on meta under ``cap`` parameters."""
+def tiny_configs(config: Any, cls: type, cap: int) -> Iterator[tuple[str, Any]]:
+    """Shrunk configs whose model builds on meta under ``cap``, most aggressive first.
+
+    Raises when none does: ConfigError when even the unmodified config fails (upstream),
+    else the first level's error (ShrinkError / TooLargeError: our limitation).
+    """
     data = config_to_dict(config)
     first_error: BaseException | None = None
+    found = False
     for level in LEVELS:
         try:
             shrunk = type(config).from_dict(shrink_config_dict(data, level))
@@ -75,9 +81,13 @@ def tiny_config(config: Any, cls: type, cap: int) -> tuple[Any, int, str]:
         except Exception as exc:  # noqa: BLE001 - try the next, gentler level
             first_error = first_error or exc
             continue
-        if count <= cap:
-            return shrunk, count, level
-        first_error = first_error or TooLargeError(f"{count:,} parameters after shrinking ({level}) > cap {cap:,}")
+        if count > cap:
+            first_error = first_error or TooLargeError(f"{count:,} parameters after shrinking ({level}) > cap {cap:,}")
+            continue
+        found = True
+        yield level, shrunk
+    if found:
+        return
     _control(config, cls)
     if isinstance(first_error, SweeperError):
         raise first_error
@@ -100,28 +110,69 @@ def build(ref: ModelRef, cfg: Any) -> Built:
     config = base_config(ref, cfg)
     head = choose_head(ref, config)
     cls = transformers_class(head)
-    notes: dict[str, Any] = {"weights": cfg.weights}
-    if cfg.weights == "pretrained":
-        from sweeper.materialize.pretrained import load_pretrained
-
-        model = load_pretrained(ref, cfg, cls)
-    else:
-        if cfg.weights == "tiny":
-            config, count, level = tiny_config(config, cls, cfg.max_parameters)
-            notes["shrink"] = level
-        else:
-            count = _checked_count(config, cls, cfg.max_parameters)
-        model = _build(cls, config, cfg)
     model_type = getattr(config, "model_type", None) or ref.model_type
-    inputs, has_labels = make_inputs(
-        model, model.config, head_kind=kind_of_class(model_type, head),
-        batch=cfg.batch_size, seq=cfg.seq_len, seed=cfg.seed,
-    )
+    kind = kind_of_class(model_type, head)
+    notes: dict[str, Any] = {"weights": cfg.weights}
+    if cfg.weights == "tiny":
+        model, inputs, has_labels = _probe_tiny(config, cls, cfg, kind, notes)
+    else:
+        if cfg.weights == "pretrained":
+            from sweeper.materialize.pretrained import load_pretrained
+
+            model = load_pretrained(ref, cfg, cls)
+        else:
+            _checked_count(config, cls, cfg.max_parameters)
+            model = _build(cls, config, cfg)
+        inputs, has_labels = _inputs(model, kind, cfg, variant=0)
     return Built(
         model=model, inputs=inputs, architecture=head, model_type=model_type,
         num_parameters=sum(p.numel() for p in model.parameters()), config=model.config,
         has_labels=has_labels, notes=notes,
     )
+
+
+def _inputs(model: Any, kind: str | None, cfg: Any, *, variant: int) -> tuple[dict[str, Any], bool]:
+    return make_inputs(model, model.config, head_kind=kind, batch=cfg.batch_size, seq=cfg.seq_len,
+                       seed=cfg.seed, variant=variant)
+
+
+def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[str, Any]) -> tuple[Any, dict, bool]:
+    """The most aggressive shrink (and input layout) whose tiny model runs a forward.
+
+    A shrink that breaks a width link no rule knows, or an ambiguous signal layout,
+    shows up as a forward error; a gentler level or the other layout then runs. When
+    nothing runs, the most aggressive candidate is returned and the forward stage
+    reports its genuine error.
+    """
+    first: tuple[Any, dict, bool] | None = None
+    for level, shrunk in tiny_configs(config, cls, cfg.max_parameters):
+        model = _build(cls, shrunk, cfg)
+        for variant in (0, 1):
+            try:
+                inputs, has_labels = _inputs(model, kind, cfg, variant=variant)
+            except LookupError:
+                break  # no alternative layout to try
+            if first is None:
+                first = (model, inputs, has_labels)
+                notes.update(shrink=level, input_variant=variant)
+            if _runs(model, inputs):
+                notes.update(shrink=level, input_variant=variant)
+                return model, inputs, has_labels
+    notes["probe"] = "no candidate ran; kept the tiniest"
+    assert first is not None
+    return first
+
+
+def _runs(model: Any, inputs: dict[str, Any]) -> bool:
+    """Whether a no-grad forward on the CPU completes."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            model(**dict(inputs))
+    except Exception:  # noqa: BLE001 - any failure means "try the next candidate"
+        return False
+    return True
 
 
 def _checked_count(config: Any, cls: type, cap: int) -> int:

@@ -28,9 +28,16 @@ SPECIAL_ID_BASE = 900
 MAX_IMAGE = 256
 SHRUNK_IMAGE = 224
 
-# Ladder levels, most aggressive first: when a level's config fails to build, the next
-# one changes less (the failure may come from a vocab-linked or width-linked field).
-LEVELS: tuple[str, ...] = ("tiny", "keep_vocab", "layers_only")
+# Ladder levels, most aggressive first, with what each shrinks: when a level's model
+# fails to build or to run, the next changes less (the failure may come from a field
+# linked to the vocab or to a width that no rule knows).
+LEVEL_PARTS: dict[str, frozenset[str]] = {
+    "tiny": frozenset({"widths", "experts", "images", "vocab"}),
+    "keep_vocab": frozenset({"widths", "experts", "images"}),
+    "keep_width": frozenset({"experts", "images", "vocab"}),
+    "layers_only": frozenset(),
+}
+LEVELS: tuple[str, ...] = tuple(LEVEL_PARTS)
 
 
 @dataclass
@@ -48,10 +55,11 @@ def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, A
     """Return a shrunk copy of a config dict (``to_dict()`` / Hub config.json shape)."""
     out = copy.deepcopy(data)
     remap = _Remap(level=level)
-    if level == "tiny":
+    parts = LEVEL_PARTS[level]
+    if "vocab" in parts:
         _collect_special_ids(out, remap)
     _walk(out, remap)
-    if level != "layers_only":
+    if "widths" in parts:
         _apply_widths(out, remap)
     return out
 
@@ -103,13 +111,17 @@ def _prune_derived(config: Any, data: dict[str, Any]) -> None:
 
 def _walk(d: dict[str, Any], remap: _Remap) -> None:
     """Shrink one (sub-)config dict, then its nested sub-configs."""
+    rules.apply_layer_rules(d)
     _shrink_layers(d)
-    if remap.level != "layers_only":
+    parts = LEVEL_PARTS[remap.level]
+    if "widths" in parts:
         _shrink_heads_and_widths(d, remap)
+        rules.apply_width_rules(d)
+    if "experts" in parts:
         _shrink_experts(d)
+    if "images" in parts:
         _shrink_images(d)
-        rules.apply_dict_rules(d)
-    if remap.level == "tiny":
+    if "vocab" in parts:
         _shrink_vocab(d, remap)
     for value in d.values():
         if isinstance(value, dict) and _is_sub_config(value):

@@ -52,6 +52,10 @@ class InputContext:
     inputs: dict[str, Any] = field(default_factory=dict)
     # in_channels of the model's Conv1d layers: tells channels-first feature layouts.
     conv1d_in_channels: frozenset[int] = frozenset()
+    # 0: the preferred layout of each signal; 1: the other one (features transposed,
+    # waveforms with a channel axis). Build tries both when the first does not run.
+    variant: int = 0
+    ambiguous: bool = False
 
     def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
         """A config field: the top config, then the given sub-configs, then any other."""
@@ -127,10 +131,12 @@ def input_features(ctx: InputContext) -> Any:
     per_channel = ctx.lookup("input_feat_per_channel", _AUDIO_SIDE)
     size = (per_channel or 0) * int(ctx.lookup("input_channels", _AUDIO_SIDE, 1) or 1)
     size = int(size or ctx.lookup("feature_size", _AUDIO_SIDE) or mels or 80)
-    if size in ctx.conv1d_in_channels:
-        # A Conv1d front end over the feature axis: channels (mel bins) come first.
-        return torch.randn((ctx.batch, size, FEATURE_FRAMES), generator=ctx.generator)
-    return torch.randn((ctx.batch, FEATURE_FRAMES, size), generator=ctx.generator)
+    # A Conv1d front end over the feature axis takes channels (mel bins) first, unless
+    # the model transposes itself: the variant tries the other layout.
+    ctx.ambiguous = True
+    channels_first = (size in ctx.conv1d_in_channels) != bool(ctx.variant)
+    shape = (ctx.batch, size, FEATURE_FRAMES) if channels_first else (ctx.batch, FEATURE_FRAMES, size)
+    return torch.randn(shape, generator=ctx.generator)
 
 
 def _frame_mask(ctx: InputContext) -> Any:
@@ -174,7 +180,11 @@ def _audio(ctx: InputContext) -> Any:
     mels, frames = ctx.lookup("num_mel_bins", _AUDIO_SIDE), ctx.lookup("max_length", _AUDIO_SIDE)
     if isinstance(mels, int) and isinstance(frames, int) and ctx.lookup("patch_size", _AUDIO_SIDE):
         return torch.randn((ctx.batch, frames, mels), generator=ctx.generator)
-    return torch.randn((ctx.batch, AUDIO_SAMPLES), generator=ctx.generator)
+    # Codecs take (B, channels, T); speech encoders (B, T): the variant adds the axis.
+    ctx.ambiguous = True
+    channels = int(ctx.lookup("audio_channels", _AUDIO_SIDE, 1) or 1)
+    shape = (ctx.batch, channels, AUDIO_SAMPLES) if ctx.variant else (ctx.batch, AUDIO_SAMPLES)
+    return torch.randn(shape, generator=ctx.generator)
 
 
 def _decoder_ids(ctx: InputContext) -> Any:
@@ -304,9 +314,14 @@ def _labels(ctx: InputContext, head_kind: str | None) -> dict[str, Any]:
 
 
 def make_inputs(
-    model: Any, config: Any, *, head_kind: str | None, batch: int = 2, seq: int = 16, seed: int = 0
+    model: Any, config: Any, *, head_kind: str | None, batch: int = 2, seq: int = 16, seed: int = 0,
+    variant: int = 0,
 ) -> tuple[dict[str, Any], bool]:
-    """Keyword inputs for ``model(**inputs)`` and whether they carry labels (a loss)."""
+    """Keyword inputs for ``model(**inputs)`` and whether they carry labels (a loss).
+
+    ``variant`` 1 asks for the alternative layout of ambiguous signals; it raises
+    ``LookupError`` when the inputs have no ambiguous signal (nothing else to try).
+    """
     import torch
 
     from sweeper.materialize import rules
@@ -315,12 +330,15 @@ def make_inputs(
     ctx = InputContext(
         config=config, batch=batch, seq=seq, generator=generator, params=forward_params(model),
         conv1d_in_channels=frozenset(m.in_channels for m in model.modules() if isinstance(m, torch.nn.Conv1d)),
+        variant=variant,
     )
     # Family rules first: they claim the arguments they build (time series, ...).
     rules.adjust_inputs(ctx, model)
     for name in _wanted(model, ctx, head_kind):
         if name not in ctx.inputs:
             ctx.inputs[name] = _build_one(name, ctx)
+    if variant and not ctx.ambiguous:
+        raise LookupError("no alternative input layout")
     if "use_cache" in ctx.params:
         # Forward + backward is a training step: no generation cache (hybrid caches of
         # recurrent-only stacks are not even constructible).

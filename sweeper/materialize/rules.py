@@ -127,14 +127,18 @@ def fix_ssm_heads(d: dict[str, Any]) -> None:
             d["n_groups"] = 1
 
 
-def apply_dict_rules(d: dict[str, Any]) -> None:
-    """Per-family consistency fixes keyed by the fields a config has."""
+def apply_layer_rules(d: dict[str, Any]) -> None:
+    """Depth patterns that must cover exactly the kept layers."""
+    _fix_attention_pattern(d)
+
+
+def apply_width_rules(d: dict[str, Any]) -> None:
+    """Per-family width consistency fixes keyed by the fields a config has."""
     # Multi-head latent attention: low-rank projections shrink with the width.
     for key in ("q_lora_rank", "kv_lora_rank"):
         if isinstance(d.get(key), int) and d[key] > 128:
             d[key] = 128
     _fix_layout_parts(d)
-    _fix_attention_pattern(d)
     if isinstance(d.get("embed_dim"), int) and isinstance(d.get("num_heads"), list):
         d["num_heads"] = [max(1, h // 2) for h in d["num_heads"]]
         d["embed_dim"] = max(16, d["embed_dim"] // 2)
