@@ -85,6 +85,18 @@ def apply_profile(profile: Profile) -> None:
     extra = [op for op in profile.listed_ops() if op not in _DONE.get("names", ())]
     _register_profile_ops(extra)
     kernels.apply_profile(profile, _REGISTERED)
+    _forward_ad(profile.allows("forward_ad"))
+
+
+def _forward_ad(allowed: bool) -> None:
+    """Refuse ``_make_dual`` on trnsim (above autograd) unless the profile allows it."""
+    lib = _DONE.pop("forward_ad_lib", None)
+    if lib is not None:
+        lib._destroy()
+    if not allowed:
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl(aten._make_dual.default, special.refuse_forward_ad, "AutogradPrivateUse1")
+        _DONE["forward_ad_lib"] = lib
 
 
 def _lib(key: str | None = None) -> torch.library.Library:
@@ -124,7 +136,6 @@ def _register_kernels() -> None:
             names.add(name)
     _REGISTERED.extend(sorted(names))
     _DONE["names"] = names
-    lib.impl(aten._make_dual.default, special.refuse_forward_ad, "AutogradPrivateUse1")
     anylib = _lib("_")
     for key, feature in (("SparsePrivateUse1", "sparse"), ("SparseCsrPrivateUse1", "sparse"),
                          ("NestedTensorPrivateUse1", "nested")):

@@ -96,12 +96,15 @@ def metadata_only(op: Any) -> Any:
 
 
 def refuse_forward_ad(*args: Any, **kwargs: Any) -> Any:
-    """``_make_dual`` on trnsim: forward-mode AD is a feature the profile may turn off."""
-    if not state.active_profile().allows("forward_ad"):
-        state.refuse(UnsupportedFeatureError("forward-mode AD (make_dual / jvp) is not supported by trnsim",
-                                             op="aten::_make_dual", feature="forward_ad"))
-    with torch._C._AutoDispatchBelowAutograd():
-        return aten._make_dual.default(*args, **kwargs)
+    """``_make_dual`` on trnsim: forward-mode AD, which the chip lacks.
+
+    Registered only while the profile refuses forward AD. There is no host fallback that
+    keeps dual numbers alive, so even collect-all mode records the blocker and raises.
+    """
+    exc = UnsupportedFeatureError("forward-mode AD (make_dual / jvp) is not supported by trnsim",
+                                  op="aten::_make_dual", feature="forward_ad")
+    state.refuse(exc)
+    raise exc
 
 
 def refuse_layout(feature: str) -> Any:
