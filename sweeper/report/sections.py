@@ -52,12 +52,13 @@ def long_table(headers: list[str], rows: list[list[Any]], what: str) -> str:
     align = align_for(headers)
     text = table(headers, rows[:SHOWN], align)
     if len(rows) > SHOWN:
-        text += "\n\n" + details(f"{len(rows) - SHOWN} more {what}", table(headers, rows[SHOWN:], align))
+        text += "\n\n" + details(f"{num(len(rows) - SHOWN)} more {what}", table(headers, rows[SHOWN:], align))
     return text
 
 
 def _dl(weighted: bool, cols: list[str]) -> list[str]:
-    return cols if weighted else [c for c in cols if "ownload" not in c]
+    """The columns to show: download columns only when the sweep has download counts."""
+    return cols if weighted else [c for c in cols if "downloads" not in c]
 
 
 def _rows(frame: pd.DataFrame, cells: Callable[[Any], list[Any]], headers: list[str], keep: list[str]) -> list[list]:
