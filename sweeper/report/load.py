@@ -181,7 +181,9 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
     names = MODEL_COLUMNS + [f"stage_{s}" for s in stages]
     values = [list(col) for col in zip(*(r + s for r, s in zip(rows, stage_rows)))] or [[] for _ in names]
     models = pd.DataFrame({name: _column(name, col) for name, col in zip(names, values)})
-    models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
+    rank = models["rank"]
+    if not (rank.notna().all() and rank.is_monotonic_increasing and rank.is_unique):  # usually already in order
+        models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
     order = models.index.tolist()
     models = models.reset_index(drop=True)
     row_of = {key: i for i, key in enumerate(models["key"].tolist())}
