@@ -32,6 +32,9 @@ from sweeper.devices.trnsim.graphcheck import (
 )
 
 _REGISTERED: dict[str, bool] = {}
+# StableHLO of the graphs lowered so far, as (graph kind, module text): what the chip's
+# compiler would receive. Cleared by ``reset_lowered``.
+LOWERED: list[tuple[str, str]] = []
 
 
 def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -68,7 +71,9 @@ def _lower(gm: torch.fx.GraphModule, kind: str) -> None:
         state.note_compile_problem(f"{kind} graph not lowered: torch-mlir is not installed")
         return
     result = lowering.lower(gm, name=kind)
-    if not result.ok:
+    if result.ok:
+        LOWERED.append((kind, result.stablehlo))
+    else:
         _refuse(LoweringError(f"{kind} graph: {result.op or 'an op'} failed to legalize to StableHLO: {result.message}",
                               op=result.op))
 
@@ -76,6 +81,11 @@ def _lower(gm: torch.fx.GraphModule, kind: str) -> None:
 def _refuse(exc: TrnsimError) -> None:
     state.note_compile_problem(f"{exc.reason_kind.value}: {exc}")
     state.refuse(exc)
+
+
+def reset_lowered() -> None:
+    """Forget the StableHLO kept from earlier compilations."""
+    LOWERED.clear()
 
 
 def graph_break_reasons() -> list[str]:

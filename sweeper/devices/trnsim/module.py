@@ -168,11 +168,12 @@ def install_printing() -> None:
     _SHIMMED["printing"] = original
 
     def _str(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
-        if tensor_contents is None and self.device.type == "trnsim" and self.numel() and self.layout == torch.strided:
+        # Plain tensors only: fake/functional wrappers print without reading data.
+        if tensor_contents is None and type(self) in (torch.Tensor, torch.nn.Parameter) \
+                and self.device.type == "trnsim" and self.numel() and self.layout == torch.strided:
             with torch.no_grad():
                 host = self.detach().to("cpu")
-            prefix = "tensor(" if type(self) in (torch.Tensor, torch.nn.Parameter) else f"{type(self).__name__}("
-            tensor_contents = ts._tensor_str(host, len(prefix))
+            tensor_contents = ts._tensor_str(host, len("tensor("))
         return original(self, tensor_contents=tensor_contents)
 
     ts._str = _str

@@ -1,0 +1,86 @@
+"""The capability profile: loading, validation, hashing, and switching profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sweeper.errors import UsageError
+
+NEXT = Path(__file__).resolve().parents[2] / "configs" / "devices" / "trnsim-next.toml"
+
+
+def test_default_profile_models_the_gap_list(trnsim):
+    p = trnsim.load_profile(None)
+    assert p.name == "trnsim-2026.08"
+    assert torch.float64 not in p.dtypes and torch.complex64 not in p.dtypes
+    assert {torch.float32, torch.bfloat16, torch.float16} <= p.dtypes
+    assert not any(p.features.values())
+    for op in ("aten::_thnn_fused_lstm_cell", "aten::upsample_bicubic2d", "aten::_linalg_svd",
+               "aten::index_reduce", "aten::median"):
+        assert p.policy(op, "eager") == "fallback", op
+        assert p.policy(op, "compile") == "error", op
+    assert p.policy("aten::nonzero", "eager") == "native"
+    assert p.policy("aten::nonzero", "compile") == "error"
+
+
+def test_policy_resolves_overload_then_packet_then_default(trnsim):
+    from sweeper.devices.trnsim.profile import parse_profile
+
+    p = parse_profile({"name": "x", "ops": [
+        {"names": ["aten::index_put"], "eager": "fallback", "compile": "error"},
+        {"names": ["aten::index_put.default"], "eager": "error", "compile": "native"},
+    ]})
+    assert p.policy("aten::index_put.default", "eager") == "error"
+    assert p.policy("aten::index_put.out", "eager") == "fallback"
+    assert p.policy("aten::add.Tensor", "compile") == "native"
+
+
+def test_hash_follows_content(trnsim, tmp_path):
+    text = trnsim.DEFAULT_PROFILE.read_text()
+    same, changed = tmp_path / "same.toml", tmp_path / "changed.toml"
+    same.write_text(text)
+    changed.write_text(text.replace('"aten::mode",', ""))
+    assert trnsim.load_profile(same).hash == trnsim.load_profile(None).hash
+    assert trnsim.load_profile(changed).hash != trnsim.load_profile(None).hash
+
+
+@pytest.mark.parametrize("body, message", [
+    ('name = "x"\n[[ops]]\nnames = ["aten::not_an_op"]\n', "aten::not_an_op"),
+    ('name = "x"\n[[ops]]\nnames = ["aten::add.NoSuchOverload"]\n', "NoSuchOverload"),
+    ('name = "x"\n[[ops]]\nnames = ["aten::add"]\neager = "maybe"\n', "maybe"),
+    ('name = "x"\n[dtypes]\nsupported = ["float33"]\n', "float33"),
+    ('name = "x"\n[features]\nteleport = true\n', "teleport"),
+    ('[dtypes]\nsupported = ["float32"]\n', "name"),
+    ("name = \n", "not valid TOML"),
+])
+def test_bad_profiles_fail_at_load_naming_the_problem(trnsim, tmp_path, body, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    with pytest.raises(trnsim.ProfileError, match=message) as info:
+        trnsim.load_profile(path)
+    assert isinstance(info.value, UsageError)
+
+
+def test_missing_profile_is_a_usage_error(trnsim, tmp_path):
+    with pytest.raises(UsageError, match="not found"):
+        trnsim.load_profile(tmp_path / "nope.toml")
+
+
+def test_another_profile_changes_what_runs_natively(trnsim):
+    from sweeper.devices.base import get_device
+
+    x = torch.randn(1, 1, 4, 4, device="trnsim")
+    dev = get_device("trnsim", profile=str(NEXT), collect_all=False)
+    with dev.recording() as rec:
+        F.interpolate(x, scale_factor=2, mode="bicubic")
+        torch.linalg.svd(torch.randn(3, 3, device="trnsim"))
+    assert dev.profile_info()["name"] == "trnsim-next"
+    assert "aten::upsample_bicubic2d" not in rec.fallback_ops
+    assert rec.fallback_ops["aten::_linalg_svd"] == 1
+    assert trnsim.active_profile().allows("dynamic_shapes")
+    with pytest.raises(trnsim.UnsupportedDtypeError):
+        torch.ones(1, device="trnsim", dtype=torch.float64)
