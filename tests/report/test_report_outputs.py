@@ -106,3 +106,15 @@ def test_records_and_sweep_json_of_the_wrong_shape_are_tolerated(tmp_path: Path)
     assert "# Model sweep on trnsim" in text
     assert "| **models** | 1 |" in text and "| **wall time** | — |" in text
     assert "1 unreadable line(s) of records.jsonl were skipped." in text
+
+
+def test_charts_without_downloads_count_models(tmp_path: Path) -> None:
+    recs = [record("m1", 1, None), record("m2", 2, None, "fail", fail_at="forward", blockers=[reason("numerics")])]
+    out = write_sweep(tmp_path / "out", recs, meta(source={"name": "zoo"}))
+    text = write_report(out).read_text()
+    assert sorted(p.name for p in (out / "charts").iterdir()) == [
+        "coverage_vs_rank.png",
+        "pass_rate_by_stage.png",
+        "top_blockers.png",  # no op blocks anything: the first reasons are charted instead
+    ]
+    assert "![Top blockers](charts/top_blockers.png)" in text
