@@ -56,6 +56,8 @@ class InputContext:
     # waveforms with a channel axis). Build tries both when the first does not run.
     variant: int = 0
     ambiguous: bool = False
+    # Where time runs in the audio features built (masks follow it).
+    frame_axis: int = -1
 
     def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
         """A config field: the top config, then the given sub-configs, then any other."""
@@ -99,7 +101,7 @@ def token_ids(ctx: InputContext, shape: tuple[int, ...], *, sides: tuple[str, ..
     return ids
 
 
-def _image_hw(ctx: InputContext) -> tuple[int, int]:
+def image_hw(ctx: InputContext) -> tuple[int, int]:
     size = ctx.lookup("image_size", _VISION_SIDE, 224)
     if isinstance(size, dict):
         size = [size.get("height", 224), size.get("width", 224)]
@@ -113,7 +115,7 @@ def pixel_values(ctx: InputContext) -> Any:
     import torch
 
     channels = int(ctx.lookup("num_channels", _VISION_SIDE, 3))
-    h, w = _image_hw(ctx)
+    h, w = image_hw(ctx)
     frames = ctx.lookup("num_frames", _VISION_SIDE)
     shape = (ctx.batch, int(frames), channels, h, w) if isinstance(frames, int) else (ctx.batch, channels, h, w)
     return torch.randn(shape, generator=ctx.generator)
@@ -136,6 +138,7 @@ def input_features(ctx: InputContext) -> Any:
     ctx.ambiguous = True
     channels_first = (size in ctx.conv1d_in_channels) != bool(ctx.variant)
     shape = (ctx.batch, size, FEATURE_FRAMES) if channels_first else (ctx.batch, FEATURE_FRAMES, size)
+    ctx.frame_axis = -1 if channels_first else 1
     return torch.randn(shape, generator=ctx.generator)
 
 
@@ -146,14 +149,14 @@ def _frame_mask(ctx: InputContext) -> Any:
     features = ctx.inputs.get("input_features")
     if features is None:
         return _ones(ctx)
-    channels_first = features.dim() == 3 and features.shape[1] in ctx.conv1d_in_channels
-    frames = features.shape[-1] if channels_first or features.shape[-1] > features.shape[1] else features.shape[1]
-    return torch.ones((ctx.batch, frames), dtype=torch.long)
+    return torch.ones((ctx.batch, features.shape[ctx.frame_axis]), dtype=torch.long)
 
 
 def _ones(ctx: InputContext) -> Any:
     import torch
 
+    if "input_ids" not in ctx.inputs and "input_features" in ctx.inputs:
+        return _frame_mask(ctx)  # an audio encoder's mask runs over its frames
     ref = ctx.inputs.get("input_ids")
     shape = tuple(ref.shape) if ref is not None else (ctx.batch, ctx.seq)
     return torch.ones(shape, dtype=torch.long)
@@ -194,7 +197,7 @@ def _decoder_ids(ctx: InputContext) -> Any:
 def _pixel_mask(ctx: InputContext) -> Any:
     import torch
 
-    h, w = _image_hw(ctx)
+    h, w = image_hw(ctx)
     return torch.ones((ctx.batch, h, w), dtype=torch.long)
 
 
@@ -217,7 +220,7 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
 COMPANIONS: dict[str, tuple[str, ...]] = {
     "input_ids": ("attention_mask", "token_type_ids", "bbox"),
     "pixel_values": ("pixel_mask",),
-    "input_features": ("input_features_mask",),
+    "input_features": ("input_features_mask", "attention_mask"),
 }
 KIND_EXTRAS: dict[str, tuple[str, ...]] = {
     "IMAGE_TEXT_TO_TEXT": ("input_ids", "attention_mask"),

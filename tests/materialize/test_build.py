@@ -1,0 +1,102 @@
+"""Materialising refs: head choice, tiny builds that run forward + backward, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sweeper.config import SweepConfig
+from sweeper.errors import ConfigError, InputSynthesisError, RemoteCodeError, UnsupportedLibraryError
+from sweeper.materialize import materialize
+from sweeper.materialize.build import TooLargeError
+from sweeper.records import ModelRef
+from sweeper.sources.zoo import zoo_ref
+
+CFG = SweepConfig()
+SMALL_BERT = {"model_type": "bert", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 3,
+              "intermediate_size": 128, "vocab_size": 500, "max_position_embeddings": 64}
+
+
+def _ref(**fields) -> ModelRef:
+    return ModelRef(**{"model_id": "org/model", "rank": 1, **fields})
+
+
+@pytest.mark.parametrize(
+    "model_type", ["bert", "llama", "t5", "vit", "whisper", "wav2vec2", "clip", "qwen3_moe", "bailing_hybrid"]
+)
+def test_tiny_zoo_models_give_a_loss_and_gradients(model_type):
+    built = materialize(zoo_ref(model_type, 1), CFG)
+    assert built.num_parameters < 20_000_000 and built.notes["shrink"] == "tiny"
+    assert not built.model.training
+    out = built.model(**built.inputs)
+    assert built.has_labels and math.isfinite(out.loss.item())
+    out.loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in built.model.parameters())
+
+
+def test_inputs_respect_the_config():
+    built = materialize(zoo_ref("whisper", 1), CFG)
+    features = built.inputs["input_features"]
+    cfg = built.config
+    assert tuple(features.shape) == (2, cfg.num_mel_bins, 2 * cfg.max_source_positions)
+    assert built.inputs["labels"].shape == built.inputs["decoder_input_ids"].shape
+    ids = materialize(zoo_ref("llava", 1), CFG).inputs["input_ids"]
+    assert ids.min() >= 4 and ids.max() < 900  # in vocab, no image placeholder ids
+
+
+def test_pipeline_tag_picks_the_head():
+    assert materialize(_ref(model_type="bert", pipeline_tag="text-classification"), CFG).architecture == (
+        "BertForSequenceClassification"
+    )
+    assert materialize(_ref(model_type="bert", pipeline_tag="token-classification"), CFG).architecture == (
+        "BertForTokenClassification"
+    )
+    assert materialize(_ref(model_type="bert"), CFG).architecture == "BertModel"
+
+
+def test_config_architectures_win_over_pipeline_tag():
+    config = {**SMALL_BERT, "architectures": ["BertForMaskedLM"]}
+    built = materialize(_ref(config=config, pipeline_tag="text-classification"), CFG)
+    assert built.architecture == "BertForMaskedLM" and built.has_labels
+
+
+def test_random_weights_keep_full_size_and_tiny_shrinks():
+    assert materialize(_ref(config=SMALL_BERT), CFG.replace(weights="random")).config.num_hidden_layers == 3
+    assert materialize(_ref(config=SMALL_BERT), CFG).config.num_hidden_layers == 2
+
+
+def test_parameter_cap():
+    with pytest.raises(TooLargeError):
+        materialize(_ref(config=SMALL_BERT), CFG.replace(weights="random", max_parameters=1000))
+
+
+def test_unsupported_library():
+    with pytest.raises(UnsupportedLibraryError):
+        materialize(_ref(library_name="diffusers", model_type="unet"), CFG)
+
+
+def test_remote_code_is_refused_by_default():
+    config = {**SMALL_BERT, "auto_map": {"AutoModel": "modeling_custom.CustomModel"}}
+    with pytest.raises(RemoteCodeError):
+        materialize(_ref(config=config), CFG)
+    with pytest.raises(RemoteCodeError):
+        materialize(_ref(config={"model_type": "not_in_transformers", "auto_map": {"AutoConfig": "c.C"}}), CFG)
+
+
+def test_broken_upstream_default_is_a_config_error():
+    with pytest.raises(ConfigError, match="upstream"):
+        materialize(zoo_ref("hunyuan_v1_dense", 1), CFG)
+
+
+def test_missing_input_names_the_argument():
+    # Decision transformers take environment states no rule can invent.
+    with pytest.raises(InputSynthesisError, match="'states'"):
+        materialize(zoo_ref("decision_transformer", 1), CFG)
+
+
+def test_seeded_builds_are_reproducible():
+    a, b = materialize(zoo_ref("gpt2", 1), CFG), materialize(zoo_ref("gpt2", 1), CFG)
+    assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+    assert torch.equal(a.inputs["input_ids"], b.inputs["input_ids"])

@@ -1,0 +1,85 @@
+"""Shrinking real configs: under the parameter cap, every structural flag kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sweeper.materialize.build import tiny_configs
+from sweeper.materialize.configs import config_to_dict, shrink_config_dict
+from sweeper.materialize.models import count_on_meta, transformers_class
+from sweeper.sources.zoo import zoo_ref
+
+FEW_MILLION = 20_000_000
+# Dense, encoder-decoder, vision, speech, dual-encoder, MoE and hybrid (linear + full
+# attention layers) models.
+TYPES = ["bert", "llama", "t5", "vit", "whisper", "wav2vec2", "clip", "mixtral", "qwen3_moe", "bailing_hybrid"]
+
+
+def _default(model_type: str) -> Any:
+    from transformers import AutoConfig
+
+    return AutoConfig.for_model(model_type)
+
+
+def _flags(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every bool / str leaf (attention kinds, activations, tied embeddings, rope...)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in ("id2label", "label2id"):
+            out.update(_flags(value, f"{prefix}{key}."))
+        elif isinstance(value, (bool, str)) and key != "_name_or_path":
+            out[prefix + str(key)] = value
+    return out
+
+
+@pytest.mark.parametrize("model_type", TYPES)
+def test_tiny_config_is_small_and_keeps_structure(model_type):
+    config = _default(model_type)
+    cls = transformers_class(zoo_ref(model_type, 1).architecture)
+    level, shrunk = next(tiny_configs(config, cls, 150_000_000))
+    assert level == "tiny"
+    assert count_on_meta(cls, shrunk) <= FEW_MILLION < count_on_meta(cls, config)
+    before, after = config_to_dict(config), shrunk.to_dict()
+    assert _flags(after) == {k: v for k, v in _flags(before).items() if k in _flags(after)}
+    assert before.get("rope_parameters") == after.get("rope_parameters")
+    assert before.get("tie_word_embeddings") == after.get("tie_word_embeddings")
+    if getattr(config, "layer_types", None):
+        assert set(shrunk.layer_types) == set(config.layer_types)
+
+
+def test_heads_keep_head_dim_and_gqa_ratio():
+    config = _default("mistral")  # 32 heads, 8 kv heads, head_dim 128
+    shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
+    assert shrunk.num_attention_heads == 4 and shrunk.num_key_value_heads == 1
+    assert shrunk.hidden_size // shrunk.num_attention_heads == config.hidden_size // config.num_attention_heads
+    assert shrunk.num_hidden_layers == 2 and shrunk.vocab_size == 1024
+
+
+def test_moe_keeps_routing_but_fewer_experts():
+    config = _default("mixtral")
+    shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
+    assert 1 < shrunk.num_local_experts <= 4 and shrunk.num_experts_per_tok <= 2
+    assert shrunk.num_experts_per_tok <= shrunk.num_local_experts
+
+
+def test_special_ids_are_compacted_below_the_tiny_vocab():
+    config = _default("llava")  # image token id 32000, vocab 32064
+    shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
+    assert shrunk.image_token_id < shrunk.text_config.vocab_size == 1024
+
+
+def test_cross_config_width_links_follow_the_shrunk_width():
+    config = _default("qwen2_vl")  # vision merger outputs the text hidden size
+    shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
+    assert shrunk.vision_config.hidden_size == shrunk.text_config.hidden_size < config.text_config.hidden_size
+
+
+def test_per_layer_lists_and_overrides_follow_the_kept_layers():
+    data = {"model_type": "x", "num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 2,
+            "layer_types": ["a", "a", "a", "b", "a", "a"], "window": [1, 2, 3, 4, 5, 6],
+            "layer_overrides": {"03": {"head_dim": 8}, "05": {"head_dim": 4}}}
+    out = shrink_config_dict(data)
+    assert out["num_hidden_layers"] == 2 and out["layer_types"] == ["a", "b"]
+    assert out["window"] == [1, 4] and out["layer_overrides"] == {"01": {"head_dim": 8}}
