@@ -135,7 +135,8 @@ def part_scale(args: argparse.Namespace) -> dict:
 
 
 def _child(part: str, argv: list[str]) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--part", part, *argv], capture_output=True, text=True, timeout=3600)
+    cmd = [sys.executable, __file__, "--part", part, *argv]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(f"part {part} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

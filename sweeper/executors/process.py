@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweeper.executors.base import CheckFn, OnRecord
-from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot, memory_limit_mb
+from sweeper.executors.child import memory_limit_mb
+from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot
 from sweeper.records import ModelRef
 
 if TYPE_CHECKING:

@@ -28,10 +28,10 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError, RayTaskError
 
 from sweeper.errors import UsageError
-
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
+from sweeper.executors.child import memory_limit_mb
 from sweeper.executors.process import threads_per_worker
-from sweeper.executors.slot import WorkerSlot, memory_limit_mb
+from sweeper.executors.slot import WorkerSlot
 from sweeper.executors.window import DEPTH, Call, Window
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 

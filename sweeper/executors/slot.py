@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import pickle
 import signal
 import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -31,45 +28,19 @@ import psutil
 
 from sweeper.executors import progress
 from sweeper.executors.base import CheckFn, failure_record
-from sweeper.executors.worker import THREAD_VARS
-from sweeper.records import ModelRecord, ModelRef, ReasonKind, Stage, StageResult, Status
+from sweeper.executors.child import MIB, Child, fault_frame, log_tail, signal_name
+from sweeper.records import (
+    ModelRecord,
+    ModelRef,
+    ReasonKind,
+    Stage,
+    StageResult,
+    Status,
+)
 
 STARTUP_GRACE_S = 120.0  # a fresh worker imports torch + transformers before its first model
 MEMORY_POLL_S = 0.2
 RECYCLE_RSS_MB = 3072  # past this after a model, start the next one in a fresh process
-MIB = 1024 * 1024
-
-
-class _Child:
-    """A fresh interpreter running ``worker.main`` on an inherited socket.
-
-    Not multiprocessing's spawn: that re-imports the parent's ``__main__`` (a CLI, a test
-    driver, Ray's worker) in every worker, and never fork a threaded parent (Ray workers are).
-    """
-
-    def __init__(self, fd: int, num_threads: int) -> None:
-        env = dict(os.environ)
-        env.update({var: str(num_threads) for var in THREAD_VARS})  # before torch is imported
-        # The check function is pickled by reference: give the worker the parent's sys.path.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        cmd = [sys.executable, "-m", "sweeper.executors.worker", str(fd)]
-        self.popen = subprocess.Popen(cmd, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL)
-        self.pid = self.popen.pid
-
-    def is_alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def join(self, timeout: float) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout)
-
-    @property
-    def exitcode(self) -> int | None:
-        return self.popen.returncode
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.popen.kill()
 
 
 @dataclass
@@ -87,6 +58,7 @@ class WorkerSlot:
         self.check_blob = pickle.dumps(check)
         self.progress_path = str(workdir / f"worker-{index}.progress")
         self.fault_path = str(workdir / f"worker-{index}.fault")
+        self.log_path = str(workdir / f"worker-{index}.log")
         self.num_threads = max(1, num_threads)
         self.proc: Any = None
         self.conn: Any = None
@@ -105,7 +77,7 @@ class WorkerSlot:
         Path(self.fault_path).write_text("")  # a stale dump must not describe this worker
         ours, theirs = socket.socketpair()
         try:
-            proc = _Child(theirs.fileno(), self.num_threads)
+            proc = Child(theirs.fileno(), self.num_threads, self.log_path)
         finally:
             theirs.close()
         conn = Connection(ours.detach())
@@ -197,7 +169,7 @@ class WorkerSlot:
         self.proc.join(1.0)
         code = self.proc.exitcode
         if code is not None and code < 0:
-            sig = _signal_name(-code)
+            sig = signal_name(-code)
             if -code == signal.SIGKILL:  # not sent by this slot: the kernel's OOM killer, most likely
                 return self._failure(Status.CRASH, ReasonKind.OOM, f"was killed by {sig} (out of memory, most likely)")
             return self._failure(Status.CRASH, ReasonKind.CRASH, f"died of {sig}")
@@ -213,7 +185,7 @@ class WorkerSlot:
             self.kill()
         else:
             self._reap()
-        frame = _fault_frame(self.fault_path)
+        frame = fault_frame(self.fault_path)
         elapsed = time.monotonic() - (job.started or job.submitted)
         message = f"worker {how} {found.describe()}{frame} after {elapsed:.1f}s"
         record = failure_record(
@@ -225,6 +197,9 @@ class WorkerSlot:
         if found.stage in {s.value for s in Stage}:
             record.stages[found.stage] = StageResult(status=status, seconds=elapsed, reason=record.reason)
         record.seconds = elapsed
+        tail = log_tail(self.log_path)
+        if tail:  # e.g. "terminate called after throwing an instance of 'c10::Error'"
+            record.notes["worker_output"] = tail
         return record
 
     def kill(self) -> None:
@@ -263,32 +238,3 @@ class WorkerSlot:
         else:
             self.stop()
         self.job = None
-
-
-def memory_limit_mb(cfg: Any, workers_on_node: int) -> int:
-    """``--memory-limit-mb``, else an even share of 80% of this machine's memory per worker."""
-    if cfg.memory_limit_mb:
-        return int(cfg.memory_limit_mb)
-    total = psutil.virtual_memory().total / MIB
-    return max(1024, int(total * 0.8 / max(1, workers_on_node)))
-
-
-def _signal_name(num: int) -> str:
-    with contextlib.suppress(ValueError):
-        return signal.Signals(num).name
-    return f"signal {num}"
-
-
-def _fault_frame(path: str) -> str:
-    """``, at file.py:12 in fn`` from faulthandler's dump of the crash, when it wrote one."""
-    with contextlib.suppress(OSError):
-        for line in Path(path).read_text(errors="replace").splitlines():
-            line = line.strip()
-            if line.startswith("File "):
-                # File "/x/y/faults.py", line 12 in segfault_check
-                parts = line.split('"')
-                if len(parts) >= 3:
-                    name = Path(parts[1]).name
-                    rest = parts[2].replace(", line ", ":").strip()
-                    return f", at {name}{rest}"
-    return ""

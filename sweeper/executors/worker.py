@@ -7,7 +7,7 @@ and compare a snapshot of patchable torch/transformers attributes with the one t
 start. A model that monkey-patched torch or transformers makes the worker ask to be
 recycled, so the next model starts in a fresh process.
 
-Messages over the pipe: parent -> ``("run", ref)`` | ``("stop",)``;
+Messages over the socket: parent -> ``("run", ref)`` | ``("stop",)``;
 worker -> ``("ready", pid)`` once, then ``("done", record, leaks)`` per model.
 """
 

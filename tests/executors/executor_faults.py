@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import ctypes
 import os
+import sys
 import time
 from typing import Any
 
@@ -34,6 +35,12 @@ def trivial_check(ref: ModelRef, cfg: Any) -> ModelRecord:
 
 def _segfault() -> None:
     ctypes.string_at(0)
+
+
+def _abort() -> None:
+    """What a C++ exception escaping into the interpreter looks like."""
+    print("terminate called after throwing an instance of 'c10::Error'", file=sys.stderr, flush=True)
+    os.abort()
 
 
 def _hang() -> None:
@@ -78,7 +85,7 @@ def _kill_parent(ref: ModelRef, cfg: Any) -> None:
 
 FAULTS = {
     "segfault": _segfault,
-    "abort": os.abort,
+    "abort": _abort,
     "hang": _hang,
     "oom": _eat_memory,
     "raise": _raise,
@@ -98,7 +105,7 @@ def fault_check(ref: ModelRef, cfg: Any) -> ModelRecord:
         progress.mark(op=f"aten::{name}")
         FAULTS[name]()
     record = ok_check(ref, cfg)
-    torch = __import__("sys").modules.get("torch")
+    torch = sys.modules.get("torch")
     if torch is not None:
         record.notes["torch"] = {
             "dtype": str(torch.get_default_dtype()),
@@ -139,7 +146,8 @@ def check_fault_records(got: dict[str, ModelRecord]) -> None:
     assert "SIGSEGV" in seg.reason.message and "in stage forward" in seg.reason.message
     assert seg.reason.op == "aten::segfault" and seg.notes["stage"] == "forward"
     assert seg.stages["forward"].status == Status.CRASH
-    assert "SIGABRT" in got["fault/abort-1"].reason.message
+    aborted = got["fault/abort-1"]
+    assert "SIGABRT" in aborted.reason.message and "c10::Error" in aborted.notes["worker_output"]
     hang = got["fault/hang-1"]
     assert (hang.status, hang.reason.kind) == (Status.TIMEOUT, ReasonKind.TIMEOUT)
     assert "--timeout" in hang.reason.message and hang.reason.op == "aten::hang"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from executor_faults import slow_check  # noqa: E402
+from executor_faults import slow_check
 
-from sweeper.config import build_config  # noqa: E402
-from sweeper.runner import run_sweep  # noqa: E402
+from sweeper.config import build_config
+from sweeper.runner import run_sweep
 
 
 def main(out: str, executor: str, catalog: str, top: str) -> None:

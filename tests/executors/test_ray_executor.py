@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from executor_faults import FAULTY, check_fault_records, collect, fault_check, ok_check, refs
+from executor_faults import (
+    FAULTY,
+    check_fault_records,
+    collect,
+    fault_check,
+    ok_check,
+    refs,
+)
 
 from sweeper.config import SweepConfig
 from sweeper.errors import UsageError
