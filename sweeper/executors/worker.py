@@ -70,19 +70,18 @@ def snapshot() -> dict[str, int]:
             value = obj.__dict__.get(attr) if isinstance(obj, type) else getattr(obj, attr, None)
             if value is not None:
                 seen[f"{owner}.{attr}"] = id(value)
-    privateuse = _privateuse1_name()
-    if privateuse:
-        seen[f"privateuse1={privateuse}"] = 0
+    # A registered device backend (PrivateUse1 renamed) cannot be unregistered.
+    seen[f"privateuse1={_privateuse1_name()}"] = 0
     return seen
 
 
-def _privateuse1_name() -> str | None:
+def _privateuse1_name() -> str:
+    """The PrivateUse1 backend's name; torch's default while torch is not even imported."""
     torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    with contextlib.suppress(Exception):
-        return str(torch._C._get_privateuse1_backend_name())
-    return None
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            return str(torch._C._get_privateuse1_backend_name())
+    return "privateuseone"
 
 
 def leaks(before: dict[str, int], after: dict[str, int]) -> list[str]:

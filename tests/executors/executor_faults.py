@@ -83,6 +83,12 @@ def _kill_parent(ref: ModelRef, cfg: Any) -> None:
     time.sleep(30)
 
 
+def _register_device() -> None:
+    import torch
+
+    torch.utils.rename_privateuse1_backend("modeldev")  # a model registering its own device
+
+
 FAULTS = {
     "segfault": _segfault,
     "abort": _abort,
@@ -91,6 +97,7 @@ FAULTS = {
     "raise": _raise,
     "patch": _patch,
     "torchglobals": _torch_globals,
+    "registerdevice": _register_device,
     "exit": lambda: os._exit(3),
 }
 

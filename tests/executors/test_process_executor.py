@@ -51,3 +51,11 @@ def test_torch_globals_are_restored_between_models():
     by = {r.model_id: r for r in got}
     assert by["after"].notes["pid"] == by["fault/torchglobals-1"].notes["pid"]
     assert by["after"].notes["torch"] == {"dtype": "torch.float32", "grad": True, "threads": int(num_cpus)}
+
+
+def test_a_model_registering_a_device_gets_the_worker_recycled():
+    cfg = SweepConfig(workers=1, timeout=120)
+    got = collect(ProcessExecutor(cfg), refs("fault/registerdevice-1", "after"), cfg, fault_check)
+    by = {r.model_id: r for r in got}
+    assert "privateuse1" in by["fault/registerdevice-1"].notes["worker_recycled"]
+    assert by["after"].notes["pid"] != by["fault/registerdevice-1"].notes["pid"]
