@@ -204,6 +204,11 @@ def _setup_device(cfg: Any) -> None:
     """Build and set up the sweep's device once for this process (errors surface per model)."""
     global _DEVICE
     try:
+        check_module = sys.modules.get("sweeper.check")
+        if check_module is not None and hasattr(check_module, "device_for"):
+            # The same instance check_model uses, so resets reach the state it keeps.
+            _DEVICE = check_module.device_for(cfg)
+            return
         from sweeper.devices.base import get_device
 
         _DEVICE = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
