@@ -99,6 +99,7 @@ FAULTS = {
     "torchglobals": _torch_globals,
     "registerdevice": _register_device,
     "exit": lambda: os._exit(3),
+    "sigkill": lambda: os.kill(os.getpid(), 9),  # what the kernel's OOM killer does
 }
 
 
@@ -143,7 +144,10 @@ def collect(executor: Any, refs_: list[ModelRef], cfg: Any, check: Any) -> list[
     return got
 
 
-FAULTY = ("fault/segfault-1", "fault/abort-1", "fault/hang-1", "fault/oom-1", "fault/raise-1", "fault/exit-1")
+FAULTY = (
+    "fault/segfault-1", "fault/abort-1", "fault/hang-1", "fault/oom-1", "fault/raise-1", "fault/exit-1",
+    "fault/sigkill-1",
+)
 
 
 def check_fault_records(got: dict[str, ModelRecord]) -> None:
@@ -164,6 +168,9 @@ def check_fault_records(got: dict[str, ModelRecord]) -> None:
     assert (raised.status, raised.reason.kind) == (Status.ERROR, ReasonKind.HARNESS)
     assert "model exploded" in raised.reason.message
     assert "exited with code 3" in got["fault/exit-1"].reason.message
+    killed = got["fault/sigkill-1"]
+    assert (killed.status, killed.reason.kind) == (Status.CRASH, ReasonKind.OOM)
+    assert "SIGKILL" in killed.reason.message
     for name, record in got.items():
         if not name.startswith("fault/"):
             assert record.status == Status.PASS, record.reason

@@ -59,3 +59,21 @@ def test_a_model_registering_a_device_gets_the_worker_recycled():
     by = {r.model_id: r for r in got}
     assert "privateuse1" in by["fault/registerdevice-1"].notes["worker_recycled"]
     assert by["after"].notes["pid"] != by["fault/registerdevice-1"].notes["pid"]
+
+
+def test_refs_are_pulled_only_as_workers_free_up():
+    pulled: list[str] = []
+    lead: list[int] = []
+
+    def lazy():
+        for ref in refs(*[f"m{i}" for i in range(20)]):
+            pulled.append(ref.key)
+            yield ref
+
+    cfg = SweepConfig(workers=2)
+    ex = ProcessExecutor(cfg)
+    try:
+        ex.run(lazy(), cfg, check=ok_check, on_record=lambda r: lead.append(len(pulled) - len(lead)))
+    finally:
+        ex.close()
+    assert len(lead) == 20 and max(lead) <= 2  # never more refs out than workers
