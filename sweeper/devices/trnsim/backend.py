@@ -122,7 +122,7 @@ def _register_kernels() -> None:
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::") or name in specials:
             continue
-        if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+        if not _host_level(name):
             continue
         op = _overload(name)
         if op is None:
@@ -143,6 +143,16 @@ def _register_kernels() -> None:
             anylib.fallback(special.refuse_layout(feature), dispatch_key=key, with_keyset=False)
         except (RuntimeError, TypeError):
             pass  # torch builds without the key: nothing can reach it anyway
+
+
+def _host_level(name: str) -> bool:
+    """Whether ``name`` gets a trnsim kernel: it has a CPU kernel, or it is a foreach op
+    (whose CPU kernels are registered as composite: one host call for the whole list is
+    what a device's fused multi-tensor kernel is, instead of one dispatch per tensor)."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+        return True
+    return name.startswith("aten::_foreach_") and \
+        torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeExplicitAutograd")
 
 
 def _special_kernels() -> dict[str, Any]:
