@@ -56,7 +56,7 @@ def tiny_model(name: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
     ids = torch.randint(0, 100, (2, 8))
-    small = dict(num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, hidden_size=32)
+    small = {"num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "hidden_size": 32}
     if name == "bert":
         model, inputs = tf.BertForMaskedLM(tf.BertConfig(vocab_size=100, **small)), {"input_ids": ids}
     elif name == "gpt2":

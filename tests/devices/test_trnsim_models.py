@@ -45,7 +45,7 @@ def _compile_outcome(trnsim, name: str) -> tuple[BaseException | None, torch.Ten
     try:
         out = torch.compile(model, backend="trnsim")(**dev_inputs).logits
         out.float().sum().backward()
-    except Exception as exc:  # the verdict is the exception
+    except Exception as exc:  # noqa: BLE001 - the verdict is the exception
         return root_cause(exc), None, {}
     return None, out.detach().cpu(), {"expected": expected}
 

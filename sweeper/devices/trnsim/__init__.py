@@ -18,7 +18,13 @@ from sweeper.devices.trnsim.errors import (
     UnsupportedOpError,
 )
 from sweeper.devices.trnsim.profile import DEFAULT_PROFILE, Profile, load_profile
-from sweeper.devices.trnsim.state import OpRecording, active_profile, collect_all, recording, strict
+from sweeper.devices.trnsim.state import (
+    OpRecording,
+    active_profile,
+    collect_all,
+    recording,
+    strict,
+)
 from sweeper.devices.trnsim.ties import retie_fix, untied_pairs
 
 ensure_registered()

@@ -51,6 +51,7 @@ def ensure_registered() -> None:
         if current not in ("privateuseone", NAME):
             raise RuntimeError(f"PrivateUse1 is already named {current!r} in this process; trnsim needs its own")
         from sweeper.devices.trnsim import module as devmod
+        from sweeper.devices.trnsim import patches
 
         if current != NAME:
             torch.utils.rename_privateuse1_backend(NAME)
@@ -59,10 +60,10 @@ def ensure_registered() -> None:
             torch._C._acc.register_python_privateuseone_hook(_Hooks())
             torch._C._acc.register_python_privateuseone_device_guard(_Guard())
         devmod.install_accelerator_shims()
-        devmod.install_serialization()
-        devmod.install_printing()
-        devmod.install_nested_guard()
-        devmod.install_storage_clone()
+        patches.install_serialization()
+        patches.install_printing()
+        patches.install_nested_guard()
+        patches.install_storage_clone()
         _register_kernels()
         # The kernels are Python frames that run while torch.compile'd code executes
         # eagerly (after a graph break): Dynamo must never try to trace them.

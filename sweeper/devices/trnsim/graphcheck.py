@@ -10,7 +10,11 @@ import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from sweeper.devices.trnsim import state
-from sweeper.devices.trnsim.errors import DynamicShapeError, UnsupportedDtypeError, UnsupportedOpError
+from sweeper.devices.trnsim.errors import (
+    DynamicShapeError,
+    UnsupportedDtypeError,
+    UnsupportedOpError,
+)
 from sweeper.devices.trnsim.lowering import op_name
 from sweeper.devices.trnsim.profile import Profile
 
@@ -52,7 +56,10 @@ class _OpScan(TorchDispatchMode):
 def eager_ops(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, bool]:
     """Aten ops the Dynamo graph reaches when run eagerly (replayed on fake tensors), each
     with whether its output shape depends on data."""
-    from torch._subclasses.fake_tensor import DynamicOutputShapeException, FakeTensorMode
+    from torch._subclasses.fake_tensor import (
+        DynamicOutputShapeException,
+        FakeTensorMode,
+    )
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     # A private fake mode: Dynamo's own one carries guards this replay must not add to.
@@ -66,7 +73,7 @@ def eager_ops(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[s
             torch.fx.Interpreter(gm).run(*inputs)
     except DynamicOutputShapeException as exc:
         scan.ops[op_name(exc.func)] = True
-    except Exception as exc:  # a replay failure must not hide the graph: AOT checks it too
+    except Exception as exc:  # noqa: BLE001 - a replay failure must not hide the graph: AOT checks it too
         state.note_compile_problem(f"pre-decomposition scan incomplete: {type(exc).__name__}: {exc}"[:300])
     return scan.ops
 

@@ -18,7 +18,11 @@ from typing import Any
 import torch
 
 from sweeper.devices.trnsim import state, storage
-from sweeper.devices.trnsim.errors import UnsupportedDtypeError, UnsupportedFeatureError, UnsupportedOpError
+from sweeper.devices.trnsim.errors import (
+    UnsupportedDtypeError,
+    UnsupportedFeatureError,
+    UnsupportedOpError,
+)
 from sweeper.devices.trnsim.profile import Profile
 
 Tensor = torch.Tensor
@@ -113,7 +117,9 @@ def _rewrap(r: Any, name: str, keep: dict[int, Tensor] | None) -> Any:
                 return orig
         if r.dtype not in ALLOWED_DTYPES:
             refuse_dtype(name, r.dtype)
-        return storage.wrap(r)
+        out = storage.wrap(r)
+        out.__dict__[_HOST] = r  # the next op reading it needs this very view
+        return out
     if isinstance(r, (list, tuple)):
         return type(r)(_rewrap(x, name, keep) for x in r)
     return r
@@ -132,7 +138,10 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     policy_get = POLICY.get
     recs = state.STATE.recordings
-    call = op._op  # the C++ entry point, without OpOverload.__call__'s Python frame
+    # The C++ entry point, without OpOverload.__call__'s Python frame. (Not a redispatch to
+    # the CPU key: Python kernels receive wrapped numbers as Python scalars, and only the
+    # full call turns them back into tensors.)
+    call = op._op
     redispatch = op._handle.redispatch_boxed
 
     def kernel(*args: Any, **kwargs: Any) -> Any:

@@ -94,7 +94,7 @@ def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]
     try:
         module = stateless_fx_import(gm, output_type=OutputType.STABLEHLO, fx_importer=FxImporter(context=ctx),
                                      model_name=name)
-    except Exception as exc:  # Torch-MLIR reports legalization failures as exceptions
+    except Exception as exc:  # noqa: BLE001 - Torch-MLIR reports legalization failures as exceptions
         return None, diagnostics or [str(exc)]
     return str(module), diagnostics
 

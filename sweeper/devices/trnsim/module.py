@@ -1,5 +1,5 @@
-"""``torch.trnsim``: the device module PyTorch looks up by name, plus the glue that makes
-``torch.accelerator`` and ``torch.save``/``torch.load`` work for the device."""
+"""``torch.trnsim``: the device module PyTorch looks up by name, and the shims that route
+``torch.accelerator`` calls to it."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class TrnsimModule:
         if index not in (None, 0):
             raise RuntimeError(f"trnsim has one device; got index {index}")
 
-    class device:  # noqa: N801 - the name torch.<backend>.device is a convention
+    class device:
         """Context manager selecting a device; one device, so it only validates."""
 
         def __init__(self, device: Any) -> None:
@@ -42,7 +42,7 @@ class TrnsimModule:
         def __enter__(self) -> None:
             TrnsimModule().set_device(self.device)
 
-        def __exit__(self, *exc: Any) -> None:
+        def __exit__(self, *exc: object) -> None:
             return None
 
     def get_device_name(self, device: Any = None) -> str:
@@ -130,100 +130,3 @@ def _shim(original: Any, ours: Any) -> Any:
     call.__doc__ = original.__doc__
     call.__name__ = original.__name__
     return call
-
-
-def _tag(obj: Any) -> str | None:
-    if getattr(obj, "device", None) is not None and obj.device.type == "trnsim":
-        return "trnsim"
-    return None
-
-
-def _restore(obj: Any, location: str) -> Any:
-    if not location.startswith("trnsim"):
-        return None
-    # ``obj`` is a freshly read CPU storage: the trnsim storage can simply view it.
-    untyped = obj._untyped_storage if isinstance(obj, torch.storage.TypedStorage) else obj
-    return storage.trn_storage_for(untyped)
-
-
-def install_serialization() -> None:
-    """``torch.save`` tags trnsim storages; ``torch.load`` restores them without a copy."""
-    if "serialization" in _SHIMMED:
-        return
-    torch.serialization.register_package(15, _tag, _restore)
-    _SHIMMED["serialization"] = True
-
-
-def install_printing() -> None:
-    """Print trnsim tensors from a host copy.
-
-    PyTorch formats a tensor by computing on its device in float64, which the chip does
-    not have; like XLA's tensors, trnsim formats the host copy and keeps its device suffix.
-    """
-    if "printing" in _SHIMMED:
-        return
-    import torch._tensor_str as ts
-
-    original = ts._str
-    _SHIMMED["printing"] = original
-
-    def _str(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
-        # Plain tensors only: fake/functional wrappers print without reading data.
-        if tensor_contents is None and type(self) in (torch.Tensor, torch.nn.Parameter) \
-                and self.device.type == "trnsim" and self.numel() and self.layout == torch.strided:
-            with torch.no_grad():
-                host = self.detach().to("cpu")
-            tensor_contents = ts._tensor_str(host, len("tensor("))
-        return original(self, tensor_contents=tensor_contents)
-
-    ts._str = _str
-
-
-def install_nested_guard() -> None:
-    """Refuse jagged NestedTensors over trnsim values when the profile turns nested off.
-
-    A jagged NestedTensor is a Python subclass whose ops reach the device as dense ops, so
-    the dispatch-key guard that catches strided NestedTensors never sees it: check at birth.
-    """
-    if "nested" in _SHIMMED:
-        return
-    from torch.nested._internal.nested_tensor import NestedTensor
-
-    original = NestedTensor.__init__
-    _SHIMMED["nested"] = original
-
-    def __init__(self: Any, values: torch.Tensor, offsets: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        if values.device.type == "trnsim":
-            from sweeper.devices.trnsim import state
-            from sweeper.devices.trnsim.errors import UnsupportedFeatureError
-
-            if not state.active_profile().allows("nested"):
-                state.refuse(UnsupportedFeatureError("trnsim has no nested (jagged) tensors",
-                                                     op="aten::_nested_from_jagged", feature="nested"))
-        original(self, values, offsets, *args, **kwargs)
-
-    NestedTensor.__init__ = __init__
-
-
-def install_storage_clone() -> None:
-    """``storage.clone()`` (and so ``copy.deepcopy`` of tensors and modules) for trnsim.
-
-    PyTorch clones a storage by allocating a new one with the device's C++ allocator; a
-    Python backend has none (the call would crash), so trnsim clones the host owner and
-    views the copy.
-    """
-    if "clone" in _SHIMMED:
-        return
-    original = torch.storage._StorageBase.clone
-    _SHIMMED["clone"] = original
-
-    def clone(self: Any) -> Any:
-        if self.device.type != "trnsim":
-            return original(self)
-        host = torch.UntypedStorage(self.nbytes())
-        if self.nbytes():
-            host.copy_(storage.owner_of(self))
-        return storage.trn_storage_for(host)
-
-    clone.__doc__ = original.__doc__
-    torch.storage._StorageBase.clone = clone

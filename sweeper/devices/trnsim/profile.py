@@ -8,11 +8,11 @@ exactly which profile produced them.
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import tomllib
 import torch
 
 from sweeper.devices.trnsim.errors import ProfileError

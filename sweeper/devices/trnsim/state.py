@@ -15,7 +15,6 @@ from sweeper.devices.trnsim.errors import TrnsimError, UnsupportedOpError
 from sweeper.devices.trnsim.profile import Profile, load_profile
 from sweeper.records import Reason
 
-
 # What ran on trnsim inside a ``recording()`` block: the sweep's own Recording type, so the
 # device hands it over as is (ops, fallback_ops, errors, blockers, compile_problems).
 OpRecording = Recording

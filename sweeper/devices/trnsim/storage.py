@@ -26,7 +26,7 @@ _new_tensor = torch._C._acc.create_empty_tensor
 class _Entry:
     """One live allocation: the owning CPU storage and a weak reference to its trnsim twin."""
 
-    __slots__ = ("owner", "trn", "nbytes", "flat")
+    __slots__ = ("flat", "nbytes", "owner", "trn")
 
     def __init__(self, owner: torch.UntypedStorage, trn: Any, nbytes: int) -> None:
         self.owner = owner
@@ -83,8 +83,7 @@ def _register(owner: torch.UntypedStorage, ptr: int) -> Any:
     _TABLE[ptr] = _Entry(owner, ref, nbytes)
     STATS["allocations"] += 1
     allocated = STATS["allocated"] = STATS["allocated"] + nbytes
-    if allocated > STATS["peak"]:
-        STATS["peak"] = allocated
+    STATS["peak"] = max(STATS["peak"], allocated)
     return trn
 
 
