@@ -3,6 +3,18 @@
 Importing this package registers the device (idempotent): afterwards plain PyTorch code can
 use ``"trnsim"`` like any device. Math runs on the host CPU without copies; the capability
 profile (``configs/devices/trnsim.toml``) decides which dtypes, ops and features it accepts.
+
+    import torch, sweeper.devices.trnsim as trnsim
+
+    model = model.to("trnsim")                  # float64 weights: UnsupportedDtypeError
+    with trnsim.recording() as rec:             # rec.ops, rec.fallback_ops, rec.errors
+        model(x.to("trnsim")).sum().backward()
+    with trnsim.strict():                       # any host fallback raises
+        ...
+    torch.compile(model, backend="trnsim")      # profile checks + StableHLO via Torch-MLIR
+    trnsim.apply_profile(trnsim.load_profile("my-chip.toml"))
+
+``retie_fix()`` keeps tied weights tied across ``.to("trnsim")`` (see ``ties``).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ _REGISTERED: dict[str, bool] = {}
 # StableHLO of the graphs lowered so far, as (graph kind, module text): what the chip's
 # compiler would receive. Cleared by ``reset_lowered``.
 LOWERED: list[tuple[str, str]] = []
+_KEEP_LOWERED = 16
 
 
 def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -73,6 +74,7 @@ def _lower(gm: torch.fx.GraphModule, kind: str) -> None:
     result = lowering.lower(gm, name=kind)
     if result.ok:
         LOWERED.append((kind, result.stablehlo))
+        del LOWERED[:-_KEEP_LOWERED]  # a long sweep must not hold every model's modules
     else:
         _refuse(LoweringError(f"{kind} graph: {result.op or 'an op'} failed to legalize to StableHLO: {result.message}",
                               op=result.op))

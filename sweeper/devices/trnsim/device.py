@@ -87,5 +87,8 @@ class TrnsimDevice(Device):
         """Drop compiled graphs and free the last model's memory."""
         import torch
 
+        from sweeper.devices.trnsim import compiler
+
         torch._dynamo.reset()
+        compiler.reset_lowered()
         gc.collect()
