@@ -104,3 +104,11 @@ def test_collect_all_records_every_blocker_and_runs_on(trnsim):
     assert (ReasonKind.UNSUPPORTED_FEATURE, "aten::_make_dual") in kinds
     assert rec.fallback_ops["aten::_linalg_svd"] == 1
     assert all(isinstance(b, Reason) for b in rec.blockers)
+
+
+def test_strict_with_collect_all_records_fallbacks_as_blockers(trnsim):
+    with trnsim.strict(), trnsim.collect_all(), trnsim.recording() as rec:
+        out = _upsample()
+    assert out.shape == (1, 1, 8, 8)
+    assert [(b.kind, b.op) for b in rec.blockers] == [(ReasonKind.UNSUPPORTED_OP, "aten::upsample_bilinear2d")]
+    assert rec.fallback_ops == {"aten::upsample_bilinear2d": 1}

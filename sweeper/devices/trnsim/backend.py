@@ -91,6 +91,8 @@ def apply_profile(profile: Profile) -> None:
 
 def _forward_ad(allowed: bool) -> None:
     """Refuse ``_make_dual`` on trnsim (above autograd) unless the profile allows it."""
+    if ("forward_ad_lib" not in _DONE) == allowed:
+        return  # already as asked
     lib = _DONE.pop("forward_ad_lib", None)
     if lib is not None:
         lib._destroy()

@@ -50,9 +50,10 @@ def note_op(op: str) -> None:
 
 
 def note_fallback(op: str) -> None:
-    """An op runs on the host: record it, or raise in strict mode."""
+    """An op runs on the host: record it; in strict mode it is also refused (raised, or a
+    blocker in collect-all mode)."""
     if STATE.strict:
-        raise UnsupportedOpError(f"{op} has no native trnsim kernel and strict mode forbids host fallback", op=op)
+        refuse(UnsupportedOpError(f"{op} has no native trnsim kernel and strict mode forbids host fallback", op=op))
     for rec in STATE.recordings:
         rec.fallback_ops[op] += 1
 

@@ -23,18 +23,11 @@ _new_storage = torch._C._construct_storage_from_data_pointer
 _new_tensor = torch._C._acc.create_empty_tensor
 
 
-class _Entry:
-    """One live allocation: the owning CPU storage and a weak reference to its trnsim twin."""
+class _Entry(weakref.ref):
+    """One live allocation: a weak reference to the trnsim storage that also keeps the
+    owning CPU storage alive (one object per allocation: this is on every op's path)."""
 
-    __slots__ = ("flat", "nbytes", "owner", "trn")
-
-    def __init__(self, owner: torch.UntypedStorage, trn: Any, nbytes: int) -> None:
-        self.owner = owner
-        self.trn = trn
-        self.nbytes = nbytes
-        # One flat CPU tensor per dtype over the whole allocation: a CPU view of any
-        # trnsim tensor is then a single as_strided call.
-        self.flat: dict[torch.dtype, torch.Tensor] = {}
+    __slots__ = ("flat", "nbytes", "owner", "ptr")
 
 
 _TABLE: dict[int, _Entry] = {}
@@ -49,17 +42,12 @@ def device() -> torch.device:
     return _DEVICE[0]
 
 
-def _release(ref: Any) -> None:
+def _release(entry: _Entry) -> None:
     # The trnsim storage died: drop the owner unless the pointer was reused meanwhile.
-    ptr = ref.ptr
-    entry = _TABLE.get(ptr)
-    if entry is not None and entry.trn is ref:
-        del _TABLE[ptr]
+    if _TABLE.get(entry.ptr) is entry:
+        del _TABLE[entry.ptr]
         STATS["allocated"] -= entry.nbytes
-
-
-class _Ref(weakref.ref):
-    __slots__ = ("ptr",)
+    entry.owner = entry.flat = None
 
 
 def trn_storage_for(owner: torch.UntypedStorage) -> Any:
@@ -67,7 +55,7 @@ def trn_storage_for(owner: torch.UntypedStorage) -> Any:
     ptr = owner.data_ptr()
     entry = _TABLE.get(ptr)
     if entry is not None:
-        trn = entry.trn()
+        trn = entry()
         if trn is not None:
             return trn
     return _register(owner, ptr)
@@ -75,15 +63,17 @@ def trn_storage_for(owner: torch.UntypedStorage) -> Any:
 
 def _register(owner: torch.UntypedStorage, ptr: int) -> Any:
     nbytes = owner.nbytes()
-    trn = _new_storage(ptr, device(), nbytes)
+    trn = _new_storage(ptr, _DEVICE[0] if _DEVICE else device(), nbytes)
     if ptr == 0:
         return trn  # empty storages own nothing
-    ref = _Ref(trn, _release)
-    ref.ptr = ptr
-    _TABLE[ptr] = _Entry(owner, ref, nbytes)
-    STATS["allocations"] += 1
-    allocated = STATS["allocated"] = STATS["allocated"] + nbytes
-    STATS["peak"] = max(STATS["peak"], allocated)
+    entry = _Entry(trn, _release)
+    entry.ptr, entry.owner, entry.nbytes, entry.flat = ptr, owner, nbytes, None
+    _TABLE[ptr] = entry
+    stats = STATS
+    stats["allocations"] += 1
+    allocated = stats["allocated"] = stats["allocated"] + nbytes
+    if allocated > stats["peak"]:
+        stats["peak"] = allocated
     return trn
 
 
@@ -94,10 +84,11 @@ _set_boxed = _SET._handle.redispatch_boxed
 def wrap(cpu: torch.Tensor) -> torch.Tensor:
     """A trnsim tensor over ``cpu``'s memory, same offset, sizes and strides."""
     owner = cpu.untyped_storage()
-    entry = _TABLE.get(owner.data_ptr())
-    trn = entry.trn() if entry is not None else None
+    ptr = owner.data_ptr()
+    entry = _TABLE.get(ptr)
+    trn = entry() if entry is not None else None
     if trn is None:
-        trn = _register(owner, owner.data_ptr())
+        trn = _register(owner, ptr)
     return _set_boxed(_CPU_KEYS, _new_tensor(_EMPTY, cpu.dtype), trn, cpu.storage_offset(), cpu.size(), cpu.stride())
 
 
@@ -109,10 +100,15 @@ def cpu_view(t: torch.Tensor) -> torch.Tensor:
         if t.numel() == 0:
             return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
         raise RuntimeError(f"trnsim tensor with unknown storage {ptr:#x}")
+    # One flat CPU tensor per dtype over the whole allocation, made on first use: a CPU
+    # view of any trnsim tensor is then a single as_strided call.
     dtype = t.dtype
-    flat = entry.flat.get(dtype)
+    flats = entry.flat
+    if flats is None:
+        flats = entry.flat = {}
+    flat = flats.get(dtype)
     if flat is None:
-        flat = entry.flat[dtype] = torch.empty(0, dtype=dtype).set_(entry.owner)
+        flat = flats[dtype] = torch.empty(0, dtype=dtype).set_(entry.owner)
     return flat.as_strided(t.size(), t.stride(), t.storage_offset())
 
 
