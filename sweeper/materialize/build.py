@@ -108,9 +108,9 @@ def build(ref: ModelRef, cfg: Any) -> Built:
     """Materialise ``ref`` per ``cfg.weights`` (tiny, random or pretrained)."""
     check_library(ref)
     config = base_config(ref, cfg)
-    head = choose_head(ref, config)
-    cls = transformers_class(head)
     model_type = getattr(config, "model_type", None) or ref.model_type
+    head = choose_head(ref, config)
+    cls = transformers_class(head, model_type)
     kind = kind_of_class(model_type, head)
     notes: dict[str, Any] = {"weights": cfg.weights}
     if cfg.weights == "tiny":
@@ -160,7 +160,48 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
                 return model, inputs, has_labels
     notes["probe"] = "no candidate ran; kept the tiniest"
     assert first is not None
+    control = _forward_control(config, cls, cfg, kind, first)
+    if control:
+        notes["control"] = control
     return first
+
+
+def _forward_control(config: Any, cls: type, cfg: Any, kind: str | None, tiny: tuple[Any, dict, bool]) -> str | None:
+    """Run the unmodified config's forward on ``meta`` (no memory, no compute). When it
+    fails at the same place as the tiny model, the failure is no shrink artefact (it is
+    upstream's, or the inputs'): the note says so for whoever reads the record."""
+    import torch
+
+    tiny_site = _failure_site(tiny[0], tiny[1])
+    if tiny_site is None:
+        return None
+    try:
+        with torch.device("meta"):
+            model = cls._from_config(config)
+        model.eval()
+        inputs, _ = _inputs(model, kind, cfg, variant=0)
+        inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        site = _failure_site(model, inputs)
+    except Exception:  # noqa: BLE001 - a control that cannot run proves nothing
+        return None
+    if site is not None and site[:3] == tiny_site[:3]:
+        return f"the unshrunk config fails the same way on meta: {site[3]}"
+    return None
+
+
+def _failure_site(model: Any, inputs: dict[str, Any]) -> tuple[str, str, int, str] | None:
+    """(exception type, file, line, message) where a no-grad forward raised, or None."""
+    import traceback
+
+    import torch
+
+    try:
+        with torch.no_grad():
+            model(**dict(inputs))
+    except Exception as exc:  # noqa: BLE001
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        return type(exc).__name__, frame.filename, frame.lineno or 0, f"{type(exc).__name__}: {exc}"[:300]
+    return None
 
 
 def _runs(model: Any, inputs: dict[str, Any]) -> bool:

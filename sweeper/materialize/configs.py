@@ -259,9 +259,18 @@ def _round8(value: float) -> int:
 
 
 def _shrink_experts(d: dict[str, Any]) -> None:
+    cut = False
     for key in rules.EXPERT_KEYS:
         if isinstance(d.get(key), int) and d[key] > MAX_EXPERTS:
             d[key] = MAX_EXPERTS
+            cut = True
+    hidden = next((d[k] for k in rules.HIDDEN_KEYS if isinstance(d.get(k), int)), None)
+    if cut and hidden:
+        # Each expert holds a feed-forward: keep them at most 2× the width so a tiny
+        # MoE stays a few million parameters.
+        for key, value in list(d.items()):
+            if rules.is_intermediate_key(key) and isinstance(value, int) and value > 2 * hidden:
+                d[key] = 2 * hidden
     for key in rules.TOP_K_KEYS:
         if isinstance(d.get(key), int) and d[key] > MAX_TOP_K:
             d[key] = MAX_TOP_K

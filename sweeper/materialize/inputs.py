@@ -56,6 +56,7 @@ class InputContext:
     # waveforms with a channel axis). Build tries both when the first does not run.
     variant: int = 0
     ambiguous: bool = False
+    head_kind: str | None = None
     # Where time runs in the audio features built (masks follow it).
     frame_axis: int = -1
 
@@ -117,6 +118,8 @@ def pixel_values(ctx: InputContext) -> Any:
     channels = int(ctx.lookup("num_channels", _VISION_SIDE, 3))
     h, w = image_hw(ctx)
     frames = ctx.lookup("num_frames", _VISION_SIDE)
+    if ctx.head_kind == "KEYPOINT_MATCHING":
+        frames = 2  # matchers take image pairs
     shape = (ctx.batch, int(frames), channels, h, w) if isinstance(frames, int) else (ctx.batch, channels, h, w)
     return torch.randn(shape, generator=ctx.generator)
 
@@ -333,7 +336,7 @@ def make_inputs(
     ctx = InputContext(
         config=config, batch=batch, seq=seq, generator=generator, params=forward_params(model),
         conv1d_in_channels=frozenset(m.in_channels for m in model.modules() if isinstance(m, torch.nn.Conv1d)),
-        variant=variant,
+        variant=variant, head_kind=head_kind,
     )
     # Family rules first: they claim the arguments they build (time series, ...).
     rules.adjust_inputs(ctx, model)

@@ -12,12 +12,23 @@ from sweeper.records import ModelRef
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
-def transformers_class(name: str) -> type | None:
-    """The class ``transformers.<name>``, or None when the installed version lacks it."""
+def transformers_class(name: str, model_type: str | None = None) -> type | None:
+    """The class ``transformers.<name>`` (or from the type's modeling module when the
+    top-level package does not export it), or None when the installed version lacks it."""
+    import importlib
+
     import transformers
 
     try:
         return getattr(transformers, name)
+    except (AttributeError, ImportError, RuntimeError):
+        pass
+    if not model_type:
+        return None
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    try:
+        return getattr(importlib.import_module(f"transformers.models.{model_type_to_module_name(model_type)}"), name)
     except (AttributeError, ImportError, RuntimeError):
         return None
 
@@ -40,14 +51,12 @@ def choose_head(ref: ModelRef, config: Any) -> str:
     if base:
         candidates.append(base[0])
     for name in candidates:
-        if transformers_class(name) is not None:
+        if transformers_class(name, model_type) is not None:
             return name
-    if getattr(config, "auto_map", None) or candidates:
-        raise RemoteCodeError(
-            f"{', '.join(candidates) or 'the model'} is not in transformers "
-            f"{_version()}; it needs the checkpoint's own code (trust_remote_code)"
-        )
-    raise ConfigError(f"transformers {_version()} has no model class for model type {model_type!r}")
+    names = ", ".join(dict.fromkeys(candidates)) or "no class"
+    if getattr(config, "auto_map", None):
+        raise RemoteCodeError(f"{names} is not in transformers {_version()}; it needs the checkpoint's own code")
+    raise ConfigError(f"transformers {_version()} defines no model class for {model_type!r} (looked for {names})")
 
 
 def _version() -> str:

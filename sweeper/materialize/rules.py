@@ -16,6 +16,7 @@ LAYER_KEYS: tuple[str, ...] = MAIN_LAYER_KEYS + (
     "decoder_num_layers", "encoder_num_layers", "num_text_layers", "num_vision_layers",
     "depth", "num_blocks", "vision_layers", "text_layers", "num_decoder_blocks",
     "num_encoder_blocks", "encoder_depth", "decoder_depth", "num_hidden_blocks",
+    "num_self_attends_per_block", "conf_num_hidden_layers",
 )
 # Per-stage depth lists of hierarchical (conv / windowed) backbones: 1 block per stage.
 STAGE_LIST_KEYS: tuple[str, ...] = ("depths", "num_layers_per_stage", "encoder_layers_per_stage")
@@ -36,7 +37,7 @@ OFFSET_KEYS: tuple[str, ...] = ("attn_layer_offset", "expert_layer_offset", "fir
 
 HEAD_KEYS: tuple[str, ...] = (
     "num_attention_heads", "num_heads", "n_head", "n_heads", "encoder_attention_heads",
-    "decoder_attention_heads", "attention_heads", "num_attention_heads_text",
+    "decoder_attention_heads", "attention_heads", "num_attention_heads_text", "conf_num_attention_heads",
 )
 KV_HEAD_KEYS: tuple[str, ...] = (
     "num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num",

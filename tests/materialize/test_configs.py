@@ -41,10 +41,11 @@ def test_tiny_config_is_small_and_keeps_structure(model_type):
     level, shrunk = next(tiny_configs(config, cls, 150_000_000))
     assert level == "tiny"
     assert count_on_meta(cls, shrunk) <= FEW_MILLION < count_on_meta(cls, config)
-    before, after = config_to_dict(config), shrunk.to_dict()
-    assert _flags(after) == {k: v for k, v in _flags(before).items() if k in _flags(after)}
+    before, after = config.to_dict(), shrunk.to_dict()
+    flags_before, flags_after = _flags(before), _flags(after)
+    assert flags_before and {k: flags_after.get(k) for k in flags_before} == flags_before
     assert before.get("rope_parameters") == after.get("rope_parameters")
-    assert before.get("tie_word_embeddings") == after.get("tie_word_embeddings")
+    assert getattr(config, "tie_word_embeddings", None) == getattr(shrunk, "tie_word_embeddings", None)
     if getattr(config, "layer_types", None):
         assert set(shrunk.layer_types) == set(config.layer_types)
 
@@ -71,9 +72,15 @@ def test_special_ids_are_compacted_below_the_tiny_vocab():
 
 
 def test_cross_config_width_links_follow_the_shrunk_width():
-    config = _default("qwen2_vl")  # vision merger outputs the text hidden size
-    shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
-    assert shrunk.vision_config.hidden_size == shrunk.text_config.hidden_size < config.text_config.hidden_size
+    # A vision tower whose merger outputs the text width, and a projector sized by it.
+    data = {"model_type": "x", "projector_hidden_size": 1024,
+            "text_config": {"model_type": "t", "hidden_size": 1024, "num_attention_heads": 16},
+            "vision_config": {"model_type": "v", "hidden_size": 768, "num_attention_heads": 12,
+                              "out_hidden_size": 1024, "intermediate_size": 3072}}
+    out = shrink_config_dict(data)
+    text, vision = out["text_config"], out["vision_config"]
+    assert text["hidden_size"] == 256 and vision["hidden_size"] == 256 and vision["intermediate_size"] == 1024
+    assert vision["out_hidden_size"] == text["hidden_size"] == out["projector_hidden_size"]
 
 
 def test_per_layer_lists_and_overrides_follow_the_kept_layers():
