@@ -104,7 +104,15 @@ TIMEOUT_S = float(os.environ.get("TRNSIM_LOWERING_TIMEOUT", "120"))
 MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 << 30))
 
 
+def _preload() -> None:
+    """Import Torch-MLIR in this process, so each forked lowering starts with it loaded."""
+    import torch_mlir.compiler_utils  # noqa: F401
+    import torch_mlir.extras.fx_importer  # noqa: F401
+    import torch_mlir.fx  # noqa: F401
+
+
 def _import_isolated(gm: torch.fx.GraphModule, name: str, timeout: float) -> tuple[str | None, list[str]]:
+    _preload()
     try:
         return run_isolated(lambda: _import(gm, name), timeout=timeout, extra_memory=MEMORY_BYTES)
     except Overrun as exc:
@@ -147,6 +155,7 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
                 return name
         return None
 
+    _preload()
     try:
         return run_isolated(first_failure, timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
     except Overrun:
