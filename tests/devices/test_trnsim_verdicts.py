@@ -189,3 +189,13 @@ def test_gpt2_ties_are_undone_by_to_and_the_fix_keeps_them(trnsim):
         fixed.to("trnsim")
     assert untied_pairs(fixed, before) == []
     assert fixed.lm_head.weight.device.type == "trnsim"
+
+
+def test_new_shapes_recompile_statically(trnsim):
+    from sweeper.devices.trnsim import compiler
+
+    compiler.reset_lowered()
+    fn = torch.compile(lambda t: (t * 2).sum(), backend="trnsim")
+    assert fn(torch.ones(4, device="trnsim")).item() == 8
+    assert fn(torch.ones(6, device="trnsim")).item() == 12
+    assert [kind for kind, _ in compiler.LOWERED] == ["inference", "inference"]

@@ -87,6 +87,9 @@ def apply_profile(profile: Profile) -> None:
     _register_profile_ops(extra)
     kernels.apply_profile(profile, _REGISTERED)
     _forward_ad(profile.allows("forward_ad"))
+    from sweeper.devices.trnsim import compiler
+
+    compiler.follow_profile_shapes(profile.allows("dynamic_shapes"))
 
 
 def _forward_ad(allowed: bool) -> None:

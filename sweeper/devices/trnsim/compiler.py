@@ -109,8 +109,7 @@ def register_backend() -> None:
 
     Data-dependent output shapes (``nonzero``) are captured into the graph instead of
     breaking it, so the compiler sees them and refuses them per the profile, as the chip's
-    compiler would; and shapes stay static on recompiles, since the chip has no dynamic
-    shapes. Both are process-wide Dynamo settings: one device per process.
+    compiler would. This is a process-wide Dynamo setting: one device per process.
     """
     if _REGISTERED:
         return
@@ -119,5 +118,12 @@ def register_backend() -> None:
 
     register(name="trnsim")(trnsim_backend)
     config.capture_dynamic_output_shape_ops = True
-    config.automatic_dynamic_shapes = False
     _REGISTERED["trnsim"] = True
+
+
+def follow_profile_shapes(allows_dynamic: bool) -> None:
+    """Without dynamic shapes on the chip, a call with new shapes recompiles for them
+    (static) instead of Dynamo turning the graph symbolic, which trnsim would refuse."""
+    from torch._dynamo import config
+
+    config.automatic_dynamic_shapes = allows_dynamic
