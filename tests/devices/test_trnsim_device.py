@@ -143,3 +143,14 @@ def test_import_is_idempotent(trnsim):
     importlib.reload(importlib.import_module("sweeper.devices.trnsim"))
     trnsim.ensure_registered()
     assert torch.zeros(1, device="trnsim").device.type == "trnsim"
+
+
+def test_random_ops_repeat_under_a_seed(trnsim):
+    torch.manual_seed(7)
+    a = torch.rand(5, device="trnsim")
+    d = torch.nn.functional.dropout(torch.ones(64, device="trnsim"), 0.5)
+    torch.manual_seed(7)
+    b = torch.rand(5, device="trnsim")
+    e = torch.nn.functional.dropout(torch.ones(64, device="trnsim"), 0.5)
+    assert torch.equal(a.cpu(), b.cpu()) and torch.equal(d.cpu(), e.cpu())
+    assert 0 < int((d.cpu() == 0).sum()) < 64

@@ -155,10 +155,10 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
         if kwargs:
             _check_kwargs(name, kwargs, has_dtype, factory)
         if metadata_only:
-            for a in args:
-                if isinstance(a, Tensor) and a.dtype not in ALLOWED_DTYPES:
-                    refuse_dtype(name, a.dtype)
-            return redispatch(_CPU_KEYS, *args, **kwargs)
+            out = redispatch(_CPU_KEYS, *args, **kwargs)
+            if isinstance(out, Tensor) and out.dtype not in ALLOWED_DTYPES:
+                refuse_dtype(name, out.dtype)  # the input's dtype, or a view.dtype target
+            return out
         keep: dict[int, Tensor] | None = {} if mutates else None
         cargs = []
         for a in args:
