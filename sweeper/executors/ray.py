@@ -16,22 +16,17 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayError, RayTaskError
+from ray.exceptions import RayError, RayTaskError
 
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
-from sweeper.executors.child import memory_limit_mb
-from sweeper.executors.process import threads_per_worker
-from sweeper.executors.slot import WorkerSlot
+from sweeper.executors.supervisor import Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
@@ -42,28 +37,6 @@ POLL_S = 0.5
 BACKSTOP_GRACE_S = 180.0  # past every per-model timeout plus a worker start: the actor is wedged
 READY_TIMEOUT_S = 600.0  # an autoscaling cluster may need minutes to add a node
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # records are small; do not reserve 30% of RAM
-
-
-class Supervisor:
-    """Ray actor: runs chunks of models in its own worker process, returns their records."""
-
-    def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="sweeper-ray-"))
-        local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, workers_per_node))
-        self.slot = WorkerSlot(local, check, workdir=self.workdir, num_threads=threads_per_worker(cfg))
-
-    def ready(self) -> int:
-        """The actor's pid, once it is up (creation errors surface here)."""
-        return os.getpid()
-
-    def run(self, refs: list[ModelRef]) -> list[ModelRecord]:
-        """One record per ref, in order."""
-        return [self.slot.run(ref) for ref in refs]
-
-    def shutdown(self) -> None:
-        """Stop the worker process and remove its files."""
-        self.slot.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def connect(cfg: SweepConfig) -> bool:
@@ -125,7 +98,9 @@ class RayExecutor:
         self.started_ray = False
         self.actors: list[Any] = []
         self.queues: list[list[Call]] = []
+        self.starting: dict[int, Any] = {}  # actor index -> its ready() call, until it answers
         self.actor_starts = 0
+        self.failed_starts = 0
 
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
@@ -138,15 +113,19 @@ class RayExecutor:
         )
         self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))))
         self._kill_actors()
-        self.actors = [self._new_actor() for _ in range(n)]
         self.queues = [[] for _ in range(n)]
+        self.actors = [self._new_actor(i) for i in range(n)]
         self._await_ready()
         window = Window(refs, workers=n, max_in_flight=cfg.max_in_flight, retries=cfg.retries)
         pending: dict[Any, Call] = {}
         while True:
+            self._refresh_ready()
             self._fill(window, pending)
             if not pending:
-                return
+                if window.drained:
+                    return
+                self._await_ready()  # every actor is being replaced: wait for one
+                continue
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
             for handle in ready:
                 if handle in pending:
@@ -154,24 +133,47 @@ class RayExecutor:
             self._check_backstops(window, pending, on_record)
 
     def _await_ready(self) -> None:
-        """Fail fast, with one line, when workers cannot start (check not importable, ...)."""
-        try:
-            ray.get([a.ready.remote() for a in self.actors], timeout=READY_TIMEOUT_S)
-        except GetTimeoutError:
+        """Wait for one actor to come up; fail fast, in one line, when none can.
+
+        Only one: on an autoscaling cluster the rest may wait for nodes, and models start
+        on the actors that are up (``_fill`` skips the others).
+        """
+        if not self.starting:
+            return
+        first, _ = ray.wait(list(self.starting.values()), num_returns=1, timeout=READY_TIMEOUT_S)
+        if not first:
             raise UsageError(
                 f"no Ray worker started within {READY_TIMEOUT_S:.0f}s: the cluster cannot place "
                 f"{self.cfg.num_cpus:g} CPU / {gpus_per_model(self.cfg):g} GPU per model (see --num-cpus, --num-gpus)"
-            ) from None
-        except RayError as exc:
-            raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
+            )
+        self._refresh_ready()
 
-    def _new_actor(self) -> Any:
+    def _refresh_ready(self) -> None:
+        """Move actors that answered ``ready`` into service; replace ones that failed to start."""
+        if not self.starting:
+            return
+        done, _ = ray.wait(list(self.starting.values()), num_returns=len(self.starting), timeout=0)
+        for i, handle in list(self.starting.items()):
+            if handle not in done:
+                continue
+            del self.starting[i]
+            try:
+                ray.get(handle)
+            except RayError as exc:  # e.g. the check function does not import on that node
+                self.failed_starts += 1
+                if self.failed_starts > 2 * len(self.actors):
+                    raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
+                self.actors[i] = self._new_actor(i)
+
+    def _new_actor(self, i: int) -> Any:
         self.actor_starts += 1
-        return self._remote.remote(*self._args)
+        actor = self._remote.remote(*self._args)
+        self.starting[i] = actor.ready.remote()
+        return actor
 
     def _fill(self, window: Window, pending: dict[Any, Call]) -> None:
         for i, actor in enumerate(self.actors):
-            while len(self.queues[i]) < DEPTH and not window.drained:
+            while i not in self.starting and len(self.queues[i]) < DEPTH and not window.drained:
                 chunk = window.take()
                 if not chunk:
                     return
@@ -212,7 +214,7 @@ class RayExecutor:
     def _lose_actor(self, i: int, exc: BaseException, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
         """Replace a lost actor; its running call counts as an attempt, queued ones do not."""
         calls, self.queues[i] = self.queues[i], []
-        old, self.actors[i] = self.actors[i], self._new_actor()
+        old, self.actors[i] = self.actors[i], self._new_actor(i)
         ran_found = False
         for call in calls:
             pending.pop(call.handle, None)
@@ -249,7 +251,7 @@ class RayExecutor:
     def _kill_actors(self) -> None:
         # Idle actors politely first, so workers end and temp files go; busy ones (an
         # interrupted sweep) at once: their workers die with them.
-        idle = [a for a, q in zip(self.actors, self.queues) if not q]
+        idle = [a for i, (a, q) in enumerate(zip(self.actors, self.queues)) if not q and i not in self.starting]
         if idle:
             try:
                 ray.wait([a.shutdown.remote() for a in idle], num_returns=len(idle), timeout=10.0)
@@ -257,7 +259,7 @@ class RayExecutor:
                 pass
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
-        self.actors, self.queues = [], []
+        self.actors, self.queues, self.starting = [], [], {}
 
     def close(self) -> None:
         """Stop the actors (their workers die with them) and local Ray if it was started here."""

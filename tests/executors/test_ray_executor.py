@@ -71,3 +71,12 @@ def test_unimportable_check_fails_fast_with_one_line(ray_session):
     namespace["local_check"].__module__ = "no_such_module_anywhere"
     with pytest.raises(UsageError, match="could not start"):
         collect(RayExecutor(cfg), refs("a"), cfg, namespace["local_check"])
+
+
+def test_models_run_on_the_actors_that_are_up_while_others_wait_for_resources(ray_session):
+    cfg = SweepConfig(executor="ray", workers=3, num_cpus=1.0)  # the local cluster fits two
+    ex = RayExecutor(cfg)
+    got = collect(ex, refs(*[f"m{i}" for i in range(6)]), cfg, ok_check)
+    assert sorted(r.model_id for r in got) == [f"m{i}" for i in range(6)]
+    assert all(r.status == Status.PASS for r in got)
+    assert len({r.notes["pid"] for r in got}) <= 2

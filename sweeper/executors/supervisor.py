@@ -1,0 +1,44 @@
+"""The Ray actor class, kept free of Ray: ``ray.py`` wraps it with ``ray.remote``.
+
+A ``Supervisor`` owns one ``WorkerSlot`` on its node, so every model failure becomes a
+record next to the worker and the actor itself survives it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sweeper.executors.base import CheckFn
+from sweeper.executors.child import memory_limit_mb
+from sweeper.executors.process import threads_per_worker
+from sweeper.executors.slot import WorkerSlot
+from sweeper.records import ModelRecord, ModelRef
+
+if TYPE_CHECKING:
+    from sweeper.config import SweepConfig
+
+
+class Supervisor:
+    """Ray actor: runs chunks of models in its own worker process, returns their records."""
+
+    def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="sweeper-ray-"))
+        local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, workers_per_node))
+        self.slot = WorkerSlot(local, check, workdir=self.workdir, num_threads=threads_per_worker(cfg))
+
+    def ready(self) -> int:
+        """The actor's pid, once it is up (creation errors surface here)."""
+        return os.getpid()
+
+    def run(self, refs: list[ModelRef]) -> list[ModelRecord]:
+        """One record per ref, in order."""
+        return [self.slot.run(ref) for ref in refs]
+
+    def shutdown(self) -> None:
+        """Stop the worker process and remove its files."""
+        self.slot.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
