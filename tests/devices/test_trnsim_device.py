@@ -154,3 +154,15 @@ def test_random_ops_repeat_under_a_seed(trnsim):
     e = torch.nn.functional.dropout(torch.ones(64, device="trnsim"), 0.5)
     assert torch.equal(a.cpu(), b.cpu()) and torch.equal(d.cpu(), e.cpu())
     assert 0 < int((d.cpu() == 0).sum()) < 64
+
+
+def test_no_hidden_state_travels_with_tensors(trnsim, tmp_path):
+    model = torch.nn.Linear(64, 64)
+    cpu_path, dev_path = tmp_path / "cpu.pt", tmp_path / "dev.pt"
+    torch.save(model.state_dict(), cpu_path)
+    model.to("trnsim")
+    model(torch.randn(2, 64, device="trnsim")).sum().backward()  # every parameter used
+    assert model.weight.__dict__ == {}
+    torch.save(model.state_dict(), dev_path)
+    assert abs(dev_path.stat().st_size - cpu_path.stat().st_size) < 512
+    assert copy.deepcopy(model.weight).__dict__ == {}

@@ -12,6 +12,7 @@ The profile is compiled into ``POLICY`` (op -> eager policy, native ops absent) 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -70,23 +71,43 @@ def _feature(name: str) -> str | None:
     return None
 
 
-_HOST = "_trnsim_host"
+class _ViewRef(weakref.ref):
+    """A weak reference to a trnsim tensor carrying its cached CPU view."""
+
+    __slots__ = ("key", "view")
+
+
+# id(trnsim tensor) -> its cached CPU view. Kept beside the tensors, not in their __dict__:
+# a tensor's __dict__ travels with torch.save and copy.deepcopy.
+_VIEWS: dict[int, _ViewRef] = {}
+
+
+def _forget(ref: _ViewRef) -> None:
+    if _VIEWS.get(ref.key) is ref:
+        del _VIEWS[ref.key]
+
+
+def remember_view(t: Tensor, c: Tensor) -> None:
+    """Cache ``c`` as the CPU view of trnsim tensor ``t``."""
+    ref = _ViewRef(t, _forget)
+    ref.key, ref.view = id(t), c
+    _VIEWS[id(t)] = ref
 
 
 def host_view(t: Tensor) -> Tensor:
-    """CPU view of a trnsim tensor, cached on the tensor while its metadata is unchanged.
+    """CPU view of a trnsim tensor, cached while the tensor lives and its metadata holds.
 
     Parameters and activations reach many ops; rebuilding the view each time costs more
     than the check. The check (pointer, dtype, sizes, strides) catches every way a tensor's
     metadata changes without a kernel seeing it (``p.data = ...``, in-place view ops).
     """
-    d = t.__dict__
-    c = d.get(_HOST)
-    if c is not None and c.data_ptr() == t.data_ptr() and c.dtype is t.dtype and c.shape == t.shape \
-            and c.stride() == t.stride():
-        return c
+    ref = _VIEWS.get(id(t))
+    if ref is not None and ref() is t:
+        c = ref.view
+        if c.data_ptr() == t.data_ptr() and c.dtype is t.dtype and c.shape == t.shape and c.stride() == t.stride():
+            return c
     c = storage.cpu_view(t)
-    d[_HOST] = c
+    remember_view(t, c)
     return c
 
 
@@ -118,7 +139,7 @@ def _rewrap(r: Any, name: str, keep: dict[int, Tensor] | None) -> Any:
         if r.dtype not in ALLOWED_DTYPES:
             refuse_dtype(name, r.dtype)
         out = storage.wrap(r)
-        out.__dict__[_HOST] = r  # the next op reading it needs this very view
+        remember_view(out, r)  # the next op reading it needs this very view
         return out
     if isinstance(r, (list, tuple)):
         return type(r)(_rewrap(x, name, keep) for x in r)
