@@ -78,6 +78,18 @@ def test_rnn_compiled_is_a_graph_break_then_eager_fallback(trnsim, cls):
     assert sum(rec.fallback_ops.values()) == 6 and rec.blockers == []
 
 
+@pytest.mark.parametrize("cls, cell", [(torch.nn.LSTM, "aten::_thnn_fused_lstm_cell"),
+                                       (torch.nn.GRU, "aten::_thnn_fused_gru_cell")])
+def test_rnn_captured_with_allow_rnn_is_refused_by_its_cell(trnsim, cls, cell):
+    """With Dynamo's experimental RNN capture the module is in the graph; the fused cell it
+    dispatches has no compiler lowering, even though AOT would decompose it away."""
+    rnn = cls(4, 8).to("trnsim")
+    with torch._dynamo.config.patch(allow_rnn=True), pytest.raises(Exception) as info:
+        run_compiled(lambda x: rnn(x)[0].sum(), torch.randn(3, 2, 4, device="trnsim"))
+    cause = root_cause(info.value)
+    assert (type(cause), cause.op) == (trnsim.UnsupportedOpError, cell)
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_interpolate_falls_back_in_eager_and_has_no_lowering(trnsim, mode):
     x = torch.randn(1, 2, 4, 4, device="trnsim", requires_grad=True)
