@@ -106,8 +106,8 @@ MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 
 
 def _preload() -> None:
     """Import Torch-MLIR in this process, so each forked lowering starts with it loaded."""
-    import torch_mlir.compiler_utils  # noqa: F401
-    import torch_mlir.extras.fx_importer  # noqa: F401
+    import torch_mlir.compiler_utils
+    import torch_mlir.extras.fx_importer
     import torch_mlir.fx  # noqa: F401
 
 

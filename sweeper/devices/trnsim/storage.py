@@ -72,8 +72,7 @@ def _register(owner: torch.UntypedStorage, ptr: int) -> Any:
     stats = STATS
     stats["allocations"] += 1
     allocated = stats["allocated"] = stats["allocated"] + nbytes
-    if allocated > stats["peak"]:
-        stats["peak"] = allocated
+    stats["peak"] = max(stats["peak"], allocated)
     return trn
 
 
