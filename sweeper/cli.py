@@ -79,6 +79,8 @@ def sweep(
     num_gpus: Annotated[float | None, typer.Option("--num-gpus", help="GPUs per model.")] = None,
     retries: Annotated[int | None, typer.Option("--retries", help="Retries after infrastructure faults (never model faults).")] = None,
     worker_max_models: Annotated[int | None, typer.Option("--worker-max-models", help="Recycle a worker after this many models.")] = None,
+    max_in_flight: Annotated[int | None, typer.Option("--max-in-flight", help="Ray: models submitted ahead of the finished ones.")] = None,
+    memory_limit_mb: Annotated[int | None, typer.Option("--memory-limit-mb", help="A model whose worker grows past this is an oom record.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
     config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
@@ -96,7 +98,8 @@ def sweep(
               device_profile=device_profile, dtype=dtype, collect_all=collect_all, retie_weights=retie_weights,
               trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
-              num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed),
+              num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
+              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb),
         config_file=config,
     )
     if catalog and not source:
