@@ -9,16 +9,11 @@ rule can build raises ``InputSynthesisError`` naming it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.errors import InputSynthesisError
-from sweeper.materialize.configs import SPECIAL_ID_BASE
+from sweeper.materialize.signals import TEXT_SIDE, RULES, InputContext, ones, token_ids
 
-DECODER_LEN = 8
-AUDIO_SAMPLES = 16000
-FEATURE_FRAMES = 64
 # Head kinds (mapping suffixes) whose loss takes ``labels`` shaped like the input ids.
 TOKEN_LABEL_KINDS = frozenset({"CAUSAL_LM", "MASKED_LM", "IMAGE_TEXT_TO_TEXT", "MULTIMODAL_LM", "PRETRAINING"})
 SEQ2SEQ_KINDS = frozenset({"SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ"})
@@ -26,197 +21,6 @@ CLASS_LABEL_KINDS = frozenset(
     {"SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION", "VIDEO_CLASSIFICATION",
      "MULTIPLE_CHOICE"}
 )
-# Sub-configs searched for a field, text-side first (the ids feed the text stack).
-_TEXT_SIDE = ("text_config", "decoder", "language_config", "llm_config", "text_encoder")
-_VISION_SIDE = ("vision_config", "encoder", "backbone_config", "vision_encoder", "image_config")
-_AUDIO_SIDE = ("audio_config", "encoder", "speech_config", "audio_encoder")
-
-
-def _get(holder: Any, key: str) -> Any:
-    """``getattr`` that treats per-layer attributes (which refuse global reads) as absent."""
-    try:
-        return getattr(holder, key, None) if holder is not None else None
-    except Exception:  # noqa: BLE001
-        return None
-
-
-@dataclass
-class InputContext:
-    """What the rules see: the config, batch and sequence sizes, the generator."""
-
-    config: Any
-    batch: int
-    seq: int
-    generator: Any
-    params: dict[str, inspect.Parameter]
-    inputs: dict[str, Any] = field(default_factory=dict)
-    # in_channels of the model's Conv1d layers: tells channels-first feature layouts.
-    conv1d_in_channels: frozenset[int] = frozenset()
-    # 0: the preferred layout of each signal; 1: the other one (features transposed,
-    # waveforms with a channel axis). Build tries both when the first does not run.
-    variant: int = 0
-    ambiguous: bool = False
-    head_kind: str | None = None
-    # Where time runs in the audio features built (masks follow it).
-    frame_axis: int = -1
-
-    def lookup(self, key: str, sides: tuple[str, ...] = (), default: Any = None) -> Any:
-        """A config field: the top config, then the given sub-configs, then any other."""
-        for holder in (self.config, *(_get(self.config, s) for s in sides), *_sub_configs(self.config)):
-            value = _get(holder, key)
-            if value is not None:
-                return value
-        return default
-
-
-    def special_ids(self) -> set[int]:
-        """Every special token id the config names (avoided in sampled input ids)."""
-        found: set[int] = set()
-        for holder in (self.config, *(getattr(self.config, s, None) for s in _TEXT_SIDE)):
-            for key, value in (holder.to_dict() if hasattr(holder, "to_dict") else {}).items():
-                if key.endswith(("_token_id", "_token_index", "_token_ids")):
-                    for v in value if isinstance(value, list) else [value]:
-                        if isinstance(v, int):
-                            found.add(v)
-        return found
-
-
-def _sub_configs(config: Any) -> list[Any]:
-    """Nested configs (text, vision, audio, encoder, ...) in declaration order."""
-    names = list(getattr(config, "sub_configs", {}) or {}) + [
-        k for k, v in vars(config).items() if hasattr(v, "to_dict") and hasattr(v, "model_type")
-    ]
-    return [_get(config, n) for n in dict.fromkeys(names) if _get(config, n) is not None]
-
-
-def token_ids(ctx: InputContext, shape: tuple[int, ...], *, sides: tuple[str, ...] = _TEXT_SIDE) -> Any:
-    """Ids in [4, min(vocab, 900)) that are no special token (no image/audio placeholders)."""
-    import torch
-
-    vocab = int(ctx.lookup("vocab_size", sides, 1000) or 1000)
-    high = max(5, min(vocab, SPECIAL_ID_BASE))
-    ids = torch.randint(4, high, shape, generator=ctx.generator)
-    for special in ctx.special_ids():
-        if 4 <= special < high:
-            ids[ids == special] = 4 if special != 4 else 5
-    return ids
-
-
-def image_hw(ctx: InputContext) -> tuple[int, int]:
-    size = ctx.lookup("image_size", _VISION_SIDE, 224)
-    if isinstance(size, dict):
-        size = [size.get("height", 224), size.get("width", 224)]
-    if isinstance(size, (list, tuple)):
-        return int(size[0]), int(size[-1])
-    return int(size), int(size)
-
-
-def pixel_values(ctx: InputContext) -> Any:
-    """(B, C, H, W) at the config's image size; (B, T, C, H, W) when it has frames."""
-    import torch
-
-    channels = int(ctx.lookup("num_channels", _VISION_SIDE, 3))
-    h, w = image_hw(ctx)
-    frames = ctx.lookup("num_frames", _VISION_SIDE)
-    if ctx.head_kind == "KEYPOINT_MATCHING":
-        frames = 2  # matchers take image pairs
-    shape = (ctx.batch, int(frames), channels, h, w) if isinstance(frames, int) else (ctx.batch, channels, h, w)
-    return torch.randn(shape, generator=ctx.generator)
-
-
-def input_features(ctx: InputContext) -> Any:
-    """Log-mel features: (B, mels, 2·max_source_positions) for conv-front encoders with a
-    fixed source length; (B, frames, features) for the others."""
-    import torch
-
-    mels = ctx.lookup("num_mel_bins", _AUDIO_SIDE)
-    sources = ctx.lookup("max_source_positions", _AUDIO_SIDE)
-    if isinstance(mels, int) and isinstance(sources, int):
-        return torch.randn((ctx.batch, mels, 2 * sources), generator=ctx.generator)
-    per_channel = ctx.lookup("input_feat_per_channel", _AUDIO_SIDE)
-    size = (per_channel or 0) * int(ctx.lookup("input_channels", _AUDIO_SIDE, 1) or 1)
-    size = int(size or ctx.lookup("feature_size", _AUDIO_SIDE) or mels or 80)
-    # A Conv1d front end over the feature axis takes channels (mel bins) first, unless
-    # the model transposes itself: the variant tries the other layout.
-    ctx.ambiguous = True
-    channels_first = (size in ctx.conv1d_in_channels) != bool(ctx.variant)
-    shape = (ctx.batch, size, FEATURE_FRAMES) if channels_first else (ctx.batch, FEATURE_FRAMES, size)
-    ctx.frame_axis = -1 if channels_first else 1
-    return torch.randn(shape, generator=ctx.generator)
-
-
-def _frame_mask(ctx: InputContext) -> Any:
-    """Ones over the time axis of the audio features built before it."""
-    import torch
-
-    features = ctx.inputs.get("input_features")
-    if features is None:
-        return _ones(ctx)
-    return torch.ones((ctx.batch, features.shape[ctx.frame_axis]), dtype=torch.long)
-
-
-def _ones(ctx: InputContext) -> Any:
-    import torch
-
-    if "input_ids" not in ctx.inputs and "input_features" in ctx.inputs:
-        return _frame_mask(ctx)  # an audio encoder's mask runs over its frames
-    ref = ctx.inputs.get("input_ids")
-    shape = tuple(ref.shape) if ref is not None else (ctx.batch, ctx.seq)
-    return torch.ones(shape, dtype=torch.long)
-
-
-def _zeros_like_ids(ctx: InputContext) -> Any:
-    import torch
-
-    return torch.zeros((ctx.batch, ctx.seq), dtype=torch.long)
-
-
-def _bbox(ctx: InputContext) -> Any:
-    import torch
-
-    corners = torch.randint(0, 500, (ctx.batch, ctx.seq, 2), generator=ctx.generator)
-    return torch.cat([corners, corners + 100], dim=-1)
-
-
-def _audio(ctx: InputContext) -> Any:
-    """Raw waveform (B, samples); a (B, frames, mels) spectrogram for encoders whose
-    config fixes a mel-frame grid (``num_mel_bins`` with ``max_length``)."""
-    import torch
-
-    mels, frames = ctx.lookup("num_mel_bins", _AUDIO_SIDE), ctx.lookup("max_length", _AUDIO_SIDE)
-    if isinstance(mels, int) and isinstance(frames, int) and ctx.lookup("patch_size", _AUDIO_SIDE):
-        return torch.randn((ctx.batch, frames, mels), generator=ctx.generator)
-    # Codecs take (B, channels, T); speech encoders (B, T): the variant adds the axis.
-    ctx.ambiguous = True
-    channels = int(ctx.lookup("audio_channels", _AUDIO_SIDE, 1) or 1)
-    shape = (ctx.batch, channels, AUDIO_SAMPLES) if ctx.variant else (ctx.batch, AUDIO_SAMPLES)
-    return torch.randn(shape, generator=ctx.generator)
-
-
-def _decoder_ids(ctx: InputContext) -> Any:
-    return token_ids(ctx, (ctx.batch, DECODER_LEN), sides=("decoder", "text_config"))
-
-
-def _pixel_mask(ctx: InputContext) -> Any:
-    import torch
-
-    h, w = image_hw(ctx)
-    return torch.ones((ctx.batch, h, w), dtype=torch.long)
-
-
-# Argument name -> rule. Order matters: later rules may size from earlier inputs.
-RULES: dict[str, Callable[[InputContext], Any]] = {
-    "input_ids": lambda ctx: token_ids(ctx, (ctx.batch, ctx.seq)),
-    "attention_mask": _ones,
-    "token_type_ids": _zeros_like_ids,
-    "bbox": _bbox,
-    "pixel_values": pixel_values,
-    "pixel_mask": _pixel_mask,
-    "input_values": _audio,
-    "input_features": input_features,
-    "decoder_input_ids": _decoder_ids,
-    "input_features_mask": _frame_mask,
-}
 
 # Optional arguments filled with the main input when the forward takes them (the ones a
 # real caller passes), and extra inputs a head kind needs to run its whole model.
@@ -248,7 +52,7 @@ def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
     wanted += [n for n in KIND_EXTRAS.get(head_kind or "", ()) if n in params]
     for name in list(wanted):
         wanted += [c for c in COMPANIONS.get(name, ()) if c in params]
-    if "token_type_ids" in wanted and not ctx.lookup("type_vocab_size", _TEXT_SIDE):
+    if "token_type_ids" in wanted and not ctx.lookup("type_vocab_size", TEXT_SIDE):
         wanted.remove("token_type_ids")
     if "pixel_mask" in wanted and "pixel_mask" not in _required(params):
         wanted.remove("pixel_mask")  # all-ones is the default; only pass it when asked
@@ -289,7 +93,7 @@ def _build_one(name: str, ctx: InputContext) -> Any:
     if name.endswith("_ids"):
         return token_ids(ctx, (ctx.batch, ctx.seq))
     if name.endswith("_mask"):
-        return _ones(ctx)
+        return ones(ctx)
     raise InputSynthesisError(f"no rule builds the forward argument {name!r}", op=name)
 
 
@@ -330,7 +134,7 @@ def make_inputs(
     """
     import torch
 
-    from sweeper.materialize import rules
+    from sweeper.materialize import input_rules
 
     generator = torch.Generator().manual_seed(seed)
     ctx = InputContext(
@@ -339,7 +143,7 @@ def make_inputs(
         variant=variant, head_kind=head_kind,
     )
     # Family rules first: they claim the arguments they build (time series, ...).
-    rules.adjust_inputs(ctx, model)
+    input_rules.adjust_inputs(ctx, model)
     for name in _wanted(model, ctx, head_kind):
         if name not in ctx.inputs:
             ctx.inputs[name] = _build_one(name, ctx)

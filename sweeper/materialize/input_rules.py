@@ -1,0 +1,128 @@
+"""Per-family input rules: forward arguments some families need beyond the generic ones.
+
+Each rule is (does it apply?, fix) over the synthesised inputs, keyed by the forward
+arguments and config fields a family uses, never by a model name. Rules run before the
+generic ones and claim the arguments they build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _time_series(ctx: Any, model: Any) -> None:
+    """Forecasters: past values cover context + lags; future values give the loss."""
+    import torch
+
+    cfg, b = ctx.config, ctx.batch
+    lags = getattr(cfg, "lags_sequence", None) or [0]
+    length = int(cfg.context_length) + int(max(lags))
+    # Channel-mixing forecasters (num_input_channels) take (B, T, C); univariate ones
+    # (input_size 1, or no channel field at all) take (B, T).
+    channels = getattr(cfg, "num_input_channels", None) or getattr(cfg, "input_size", None) or 1
+    multichannel = getattr(cfg, "num_input_channels", None) is not None or int(channels) > 1
+    shape = (b, length, int(channels)) if multichannel else (b, length)
+    ctx.inputs["past_values"] = torch.randn(shape, generator=ctx.generator)
+    if "past_observed_mask" in ctx.params:
+        ctx.inputs["past_observed_mask"] = torch.ones(shape)
+    features = int(getattr(cfg, "num_time_features", 0) or 0)
+    horizon = getattr(cfg, "prediction_length", None)
+    for name, steps in (("past_time_features", length), ("future_time_features", horizon)):
+        if name in ctx.params and features and steps:
+            ctx.inputs[name] = torch.randn((b, int(steps), features), generator=ctx.generator)
+    if "future_values" in ctx.params and horizon:
+        ctx.inputs["future_values"] = torch.randn((b, int(horizon), *shape[2:]), generator=ctx.generator)
+    for name in ("static_categorical_features", "static_real_features"):
+        ctx.inputs.pop(name, None)
+
+
+def _grid_arg(ctx: Any) -> str | None:
+    return next((n for n in ("grid_thw", "image_grid_thw") if n in ctx.params), None)
+
+
+def _patch_arg(ctx: Any) -> str | None:
+    return next((n for n in ("hidden_states", "pixel_values") if n in ctx.params), None)
+
+
+def _is_patch_tower(ctx: Any, model: Any) -> bool:
+    """Vision towers fed flattened patches plus a (t, h, w) grid per image (the grid is
+    a required argument; multimodal LMs take it optionally and run text-only)."""
+    grid = _grid_arg(ctx)
+    return grid is not None and _patch_arg(ctx) is not None and ctx.params[grid].default is ctx.params[grid].empty
+
+
+def _patch_tower(ctx: Any, model: Any) -> None:
+    """(images·t·h·w, C·tp·p·p) patches and their grids; h, w a multiple of the merge."""
+    import torch
+
+    patch = int(ctx.lookup("patch_size", (), 14))
+    temporal = int(ctx.lookup("temporal_patch_size", (), 1) or 1)
+    channels = int(ctx.lookup("in_channels", (), None) or ctx.lookup("num_channels", (), 3))
+    side = 2 * int(ctx.lookup("spatial_merge_size", (), 2) or 2)
+    grid = torch.tensor([[1, side, side]] * ctx.batch)
+    shape = (ctx.batch * side * side, channels * temporal * patch * patch)
+    ctx.inputs[_patch_arg(ctx)] = torch.randn(shape, generator=ctx.generator)
+    ctx.inputs[_grid_arg(ctx)] = grid
+
+
+def _native_patches(ctx: Any, model: Any) -> None:
+    """Native-resolution towers: (B, N, C·p·p) patches, their (h, w) grid and a mask."""
+    import torch
+
+    patch = int(ctx.lookup("patch_size", (), 16))
+    channels = int(ctx.lookup("num_channels", (), 3))
+    side = int(int(ctx.lookup("num_patches", (), 256)) ** 0.5)
+    ctx.inputs["pixel_values"] = torch.randn((ctx.batch, side * side, channels * patch * patch), generator=ctx.generator)
+    ctx.inputs["spatial_shapes"] = torch.tensor([[side, side]] * ctx.batch)
+    if "pixel_attention_mask" in ctx.params:
+        ctx.inputs["pixel_attention_mask"] = torch.ones((ctx.batch, side * side), dtype=torch.long)
+
+
+def _region_features(ctx: Any, model: Any) -> None:
+    """Detector region features and boxes for cross-modality encoders."""
+    import torch
+
+    regions = 8
+    ctx.inputs["visual_feats"] = torch.randn((ctx.batch, regions, int(ctx.config.visual_feat_dim)), generator=ctx.generator)
+    ctx.inputs["visual_pos"] = torch.rand((ctx.batch, regions, int(ctx.config.visual_pos_dim)), generator=ctx.generator)
+
+
+def _language_ids(ctx: Any, model: Any) -> None:
+    """Per-language adapters route on a language id (the first configured language)."""
+    import torch
+
+    ctx.inputs["lang_ids"] = torch.zeros((ctx.batch,), dtype=torch.long)
+
+
+def _videos(ctx: Any, model: Any) -> None:
+    """Video towers: (B, frames, C, H, W) clips."""
+    import torch
+
+    from sweeper.materialize.signals import image_hw
+
+    frames = int(ctx.lookup("num_frames", (), 8) or 8)
+    channels = int(ctx.lookup("num_channels", (), 3))
+    h, w = image_hw(ctx)
+    ctx.inputs["pixel_values_videos"] = torch.randn((ctx.batch, frames, channels, h, w), generator=ctx.generator)
+
+
+def _required(ctx: Any, name: str) -> bool:
+    param = ctx.params.get(name)
+    return param is not None and param.default is param.empty
+
+
+INPUT_RULES: tuple[tuple[Any, Any], ...] = (
+    (lambda ctx, model: "spatial_shapes" in ctx.params and "pixel_values" in ctx.params, _native_patches),
+    (lambda ctx, model: "visual_feats" in ctx.params and hasattr(ctx.config, "visual_feat_dim"), _region_features),
+    (lambda ctx, model: "lang_ids" in ctx.params and getattr(ctx.config, "languages", None), _language_ids),
+    (lambda ctx, model: _required(ctx, "pixel_values_videos"), _videos),
+    (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
+    (_is_patch_tower, _patch_tower),
+)
+
+
+def adjust_inputs(ctx: Any, model: Any) -> None:
+    """Apply every input rule whose condition holds for this model and config."""
+    for applies, fix in INPUT_RULES:
+        if applies(ctx, model):
+            fix(ctx, model)
