@@ -147,11 +147,11 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
     first: tuple[Any, dict, bool] | None = None
     for level, shrunk in tiny_configs(config, cls, cfg.max_parameters):
         model = _build(cls, shrunk, cfg)
-        for variant in (0, 1):
+        for variant in (0, 1, 2):
             try:
                 inputs, has_labels = _inputs(model, kind, cfg, variant=variant)
             except LookupError:
-                break  # no alternative layout to try
+                continue  # this variant would change nothing
             if first is None:
                 first = (model, inputs, has_labels)
                 notes.update(shrink=level, input_variant=variant)

@@ -28,7 +28,7 @@ def _time_series(ctx: Any, model: Any) -> None:
     features = int(getattr(cfg, "num_time_features", 0) or 0)
     horizon = getattr(cfg, "prediction_length", None)
     for name, steps in (("past_time_features", length), ("future_time_features", horizon)):
-        if name in ctx.params and features and steps:
+        if name in ctx.params and steps:
             ctx.inputs[name] = torch.randn((b, int(steps), features), generator=ctx.generator)
     if "future_values" in ctx.params and horizon:
         ctx.inputs["future_values"] = torch.randn((b, int(horizon), *shape[2:]), generator=ctx.generator)

@@ -51,7 +51,13 @@ def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
     wanted += [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     wanted += [n for n in KIND_EXTRAS.get(head_kind or "", ()) if n in params]
     for name in list(wanted):
-        wanted += [c for c in COMPANIONS.get(name, ()) if c in params]
+        companions = [c for c in COMPANIONS.get(name, ()) if c in params]
+        if ctx.variant == 2 and name != "input_ids" and companions:
+            # The minimal variant: signals without their optional masks (some encoders
+            # take a different mask type under the same name).
+            ctx.ambiguous = True
+            continue
+        wanted += companions
     if "token_type_ids" in wanted and not ctx.lookup("type_vocab_size", TEXT_SIDE):
         wanted.remove("token_type_ids")
     if "pixel_mask" in wanted and "pixel_mask" not in _required(params):
@@ -129,8 +135,9 @@ def make_inputs(
 ) -> tuple[dict[str, Any], bool]:
     """Keyword inputs for ``model(**inputs)`` and whether they carry labels (a loss).
 
-    ``variant`` 1 asks for the alternative layout of ambiguous signals; it raises
-    ``LookupError`` when the inputs have no ambiguous signal (nothing else to try).
+    ``variant`` 1 asks for the alternative layout of ambiguous signals, 2 for signals
+    without their optional masks; either raises ``LookupError`` when it would change
+    nothing (no other candidate to try).
     """
     import torch
 
@@ -148,7 +155,7 @@ def make_inputs(
         if name not in ctx.inputs:
             ctx.inputs[name] = _build_one(name, ctx)
     if variant and not ctx.ambiguous:
-        raise LookupError("no alternative input layout")
+        raise LookupError(f"input variant {variant} changes nothing here")
     if "use_cache" in ctx.params:
         # Forward + backward is a training step: no generation cache (hybrid caches of
         # recurrent-only stacks are not even constructible).

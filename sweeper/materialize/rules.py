@@ -129,8 +129,11 @@ def fix_ssm_heads(d: dict[str, Any]) -> None:
 
 
 def apply_layer_rules(d: dict[str, Any]) -> None:
-    """Depth patterns that must cover exactly the kept layers."""
+    """Depth patterns that must cover exactly the kept layers; required sizes a default
+    config leaves unset (a forecaster's horizon) get a small value."""
     _fix_attention_pattern(d)
+    if "prediction_length" in d and d["prediction_length"] is None:
+        d["prediction_length"] = 8
 
 
 def apply_width_rules(d: dict[str, Any]) -> None:

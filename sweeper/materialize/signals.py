@@ -43,7 +43,8 @@ class InputContext:
     # in_channels of the model's Conv1d layers: tells channels-first feature layouts.
     conv1d_in_channels: frozenset[int] = frozenset()
     # 0: the preferred layout of each signal; 1: the other one (features transposed,
-    # waveforms with a channel axis). Build tries both when the first does not run.
+    # waveforms with a channel axis); 2: signals without optional masks. Build tries
+    # them in turn when the first does not run.
     variant: int = 0
     ambiguous: bool = False
     head_kind: str | None = None
@@ -129,7 +130,7 @@ def input_features(ctx: InputContext) -> Any:
     # A Conv1d front end over the feature axis takes channels (mel bins) first, unless
     # the model transposes itself: the variant tries the other layout.
     ctx.ambiguous = True
-    channels_first = (size in ctx.conv1d_in_channels) != bool(ctx.variant)
+    channels_first = (size in ctx.conv1d_in_channels) != (ctx.variant == 1)
     shape = (ctx.batch, size, FEATURE_FRAMES) if channels_first else (ctx.batch, FEATURE_FRAMES, size)
     ctx.frame_axis = -1 if channels_first else 1
     return torch.randn(shape, generator=ctx.generator)
@@ -179,7 +180,7 @@ def _audio(ctx: InputContext) -> Any:
     # Codecs take (B, channels, T); speech encoders (B, T): the variant adds the axis.
     ctx.ambiguous = True
     channels = int(ctx.lookup("audio_channels", AUDIO_SIDE, 1) or 1)
-    shape = (ctx.batch, channels, AUDIO_SAMPLES) if ctx.variant else (ctx.batch, AUDIO_SAMPLES)
+    shape = (ctx.batch, channels, AUDIO_SAMPLES) if ctx.variant == 1 else (ctx.batch, AUDIO_SAMPLES)
     return torch.randn(shape, generator=ctx.generator)
 
 
