@@ -40,16 +40,38 @@ def check_library(ref: ModelRef) -> None:
         raise UnsupportedLibraryError(f"library {ref.library_name!r} is not supported (transformers models only)")
 
 
-def base_config(ref: ModelRef, cfg: Any) -> Any:
-    """The config to start from: the ref's dict, the Hub's, or the type's default."""
+def config_data(ref: ModelRef, cfg: Any, notes: dict[str, Any]) -> dict[str, Any]:
+    """The config dict to start from: the ref's, the Hub's config.json, or {} (the
+    type's default). Hub refs fetch theirs; tiny/random fall back to the default only
+    when the Hub cannot be reached, and the note says so."""
+    if ref.config is not None:
+        notes["config_source"] = "ref"
+        return dict(ref.config)
+    from_hub = ref.source not in (None, "zoo") and not ref.model_id.startswith("zoo/")
+    if cfg.weights == "pretrained" or from_hub:
+        from sweeper.materialize.pretrained import HubUnreachableError, fetch_config
+
+        try:
+            data = fetch_config(ref, cfg)
+        except HubUnreachableError:
+            if cfg.weights == "pretrained" or not ref.model_type:
+                raise
+            notes["config_source"] = "default (hub unreachable)"
+            return {}
+        if data is None:
+            raise UnsupportedLibraryError(f"{ref.model_id} has no config.json: not a transformers model")
+        notes["config_source"] = "hub"
+        return data
+    notes["config_source"] = "default"
+    return {}
+
+
+def base_config(ref: ModelRef, cfg: Any, notes: dict[str, Any] | None = None) -> Any:
+    """The transformers config to start from (see ``config_data``)."""
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    if ref.config is None and cfg.weights == "pretrained":
-        from sweeper.materialize.pretrained import fetch_config
-
-        return fetch_config(ref, cfg)
-    data = dict(ref.config or {})
+    data = config_data(ref, cfg, notes if notes is not None else {})
     model_type = data.get("model_type") or ref.model_type
     if data.get("auto_map") and not cfg.trust_remote_code:
         raise RemoteCodeError(f"{ref.model_id} ships its own code (auto_map) and trust_remote_code is off")
@@ -107,12 +129,12 @@ def _control(config: Any, cls: type) -> None:
 def build(ref: ModelRef, cfg: Any) -> Built:
     """Materialise ``ref`` per ``cfg.weights`` (tiny, random or pretrained)."""
     check_library(ref)
-    config = base_config(ref, cfg)
+    notes: dict[str, Any] = {"weights": cfg.weights}
+    config = base_config(ref, cfg, notes)
     model_type = getattr(config, "model_type", None) or ref.model_type
     head = choose_head(ref, config)
     cls = transformers_class(head, model_type)
     kind = kind_of_class(model_type, head)
-    notes: dict[str, Any] = {"weights": cfg.weights}
     if cfg.weights == "tiny":
         model, inputs, has_labels = _probe_tiny(config, cls, cfg, kind, notes)
     else:

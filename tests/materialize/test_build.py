@@ -100,3 +100,26 @@ def test_seeded_builds_are_reproducible():
     a, b = materialize(zoo_ref("gpt2", 1), CFG), materialize(zoo_ref("gpt2", 1), CFG)
     assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
     assert torch.equal(a.inputs["input_ids"], b.inputs["input_ids"])
+
+
+def test_hub_refs_start_from_the_hub_config(monkeypatch):
+    from sweeper.materialize import pretrained
+
+    hub_config = {**SMALL_BERT, "architectures": ["BertForMaskedLM"]}
+    monkeypatch.setattr(pretrained, "fetch_config", lambda ref, cfg: hub_config)
+    built = materialize(_ref(model_type="bert", source="catalog"), CFG)
+    assert built.architecture == "BertForMaskedLM" and built.notes["config_source"] == "hub"
+
+
+def test_offline_tiny_falls_back_to_the_type_default_and_says_so(monkeypatch):
+    from sweeper.materialize import pretrained
+
+    def unreachable(ref, cfg):
+        raise pretrained.HubUnreachableError("offline")
+
+    monkeypatch.setattr(pretrained, "fetch_config", unreachable)
+    built = materialize(_ref(model_type="bert", source="catalog"), CFG)
+    assert built.notes["config_source"] == "default (hub unreachable)"
+    monkeypatch.setattr(pretrained, "fetch_config", lambda ref, cfg: None)
+    with pytest.raises(UnsupportedLibraryError):
+        materialize(_ref(model_type="bert", source="catalog"), CFG)
