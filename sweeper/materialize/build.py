@@ -20,6 +20,10 @@ from sweeper.materialize.models import build_model, choose_head, count_on_meta, 
 from sweeper.records import ModelRef, ReasonKind
 
 SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers"})
+# Inputs no config can disagree with (ids in range, all-ones masks, labels from them).
+TOKEN_ONLY_INPUTS = frozenset(
+    {"input_ids", "attention_mask", "token_type_ids", "labels", "use_cache", "decoder_input_ids"}
+)
 
 
 class ShrinkError(SweeperError):
@@ -183,6 +187,10 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
     notes["probe"] = "no candidate ran; kept the tiniest"
     assert first is not None
     control = _forward_control(config, cls, cfg, kind, first)
+    if control and "input_ids" in first[1] and set(first[1]) <= TOKEN_ONLY_INPUTS:
+        # Token ids in range and all-ones masks fit any config: a failure the unshrunk
+        # default repeats at the same place is the default config's, not ours.
+        raise ConfigError(f"default config fails upstream ({control})")
     if control:
         notes["control"] = control
     return first
@@ -202,7 +210,8 @@ def _forward_control(config: Any, cls: type, cfg: Any, kind: str | None, tiny: t
             model = cls._from_config(config)
         model.eval()
         inputs, _ = _inputs(model, kind, cfg, variant=0)
-        inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        # All-ones masks are the default, and checking them on meta needs .item().
+        inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items() if k != "attention_mask"}
         site = _failure_site(model, inputs)
     except Exception:  # noqa: BLE001 - a control that cannot run proves nothing
         return None
@@ -221,7 +230,9 @@ def _failure_site(model: Any, inputs: dict[str, Any]) -> tuple[str, str, int, st
         with torch.no_grad():
             model(**dict(inputs))
     except Exception as exc:  # noqa: BLE001
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        frames = traceback.extract_tb(exc.__traceback__)
+        # The deepest frame in model code (torch's own frames are shared by everyone).
+        frame = next((f for f in reversed(frames) if "/torch/" not in f.filename), frames[-1])
         return type(exc).__name__, frame.filename, frame.lineno or 0, f"{type(exc).__name__}: {exc}"[:300]
     return None
 

@@ -60,7 +60,13 @@ def _patch_tower(ctx: Any, model: Any) -> None:
     channels = int(ctx.lookup("in_channels", (), None) or ctx.lookup("num_channels", (), 3))
     side = 2 * int(ctx.lookup("spatial_merge_size", (), 2) or 2)
     grid = torch.tensor([[1, side, side]] * ctx.batch)
-    shape = (ctx.batch * side * side, channels * temporal * patch * patch)
+    # Flattened rows by default; the alternative keeps each patch as a (C, p, p) image
+    # for towers whose embedding is a Conv2d over single patches.
+    ctx.ambiguous = True
+    if ctx.variant == 1:
+        shape: tuple[int, ...] = (ctx.batch * side * side, channels * temporal, patch, patch)
+    else:
+        shape = (ctx.batch * side * side, channels * temporal * patch * patch)
     ctx.inputs[_patch_arg(ctx)] = torch.randn(shape, generator=ctx.generator)
     ctx.inputs[_grid_arg(ctx)] = grid
 

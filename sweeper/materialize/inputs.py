@@ -26,7 +26,8 @@ CLASS_LABEL_KINDS = frozenset(
 # real caller passes), and extra inputs a head kind needs to run its whole model.
 COMPANIONS: dict[str, tuple[str, ...]] = {
     "input_ids": ("attention_mask", "token_type_ids", "bbox"),
-    "pixel_values": ("pixel_mask",),
+    # Promptable / text-conditioned vision models read a text prompt too.
+    "pixel_values": ("pixel_mask", "input_ids"),
     "input_features": ("input_features_mask", "attention_mask"),
 }
 KIND_EXTRAS: dict[str, tuple[str, ...]] = {
@@ -47,6 +48,10 @@ def forward_params(model: Any) -> dict[str, inspect.Parameter]:
 def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
     params = ctx.params
     main = getattr(model, "main_input_name", "input_ids")
+    if main not in params:
+        # A main_input_name the forward does not take (inherited default): the first
+        # signal the forward does take stands in.
+        main = next((n for n in ("input_ids", "pixel_values", "input_values", "input_features") if n in params), main)
     wanted = [main] if main in params else []
     wanted += [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     wanted += [n for n in KIND_EXTRAS.get(head_kind or "", ()) if n in params]
