@@ -123,3 +123,19 @@ def test_offline_tiny_falls_back_to_the_type_default_and_says_so(monkeypatch):
     monkeypatch.setattr(pretrained, "fetch_config", lambda ref, cfg: None)
     with pytest.raises(UnsupportedLibraryError):
         materialize(_ref(model_type="bert", source="catalog"), CFG)
+
+
+def test_text_only_failure_the_unshrunk_default_repeats_is_upstream():
+    # The default GLM-4V text config's mrope sections do not fit its rotary width.
+    with pytest.raises(ConfigError, match="fails upstream"):
+        materialize(zoo_ref("glm4v_text", 1), CFG)
+
+
+def test_probe_falls_back_to_a_gentler_shrink_or_layout_that_runs():
+    # Speech2Text transposes its features itself: the channels-first guess from its
+    # Conv1d front end does not run, the other layout does.
+    built = materialize(zoo_ref("speech_to_text", 1), CFG)
+    assert built.notes["input_variant"] == 1
+    assert built.model(**built.inputs).loss is not None
+    # RT-DETR's hybrid encoder links widths no rule knows: the level that keeps widths runs.
+    assert materialize(zoo_ref("rt_detr", 1), CFG).notes["shrink"] == "keep_width"
