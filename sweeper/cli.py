@@ -138,6 +138,11 @@ def one(
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
     ref = resolve_model(model, cfg, architecture=architecture)
+    from sweeper.runner import settle_hub_access
+
+    hub = settle_hub_access(cfg, [ref])
+    if hub:
+        print(f"note: {hub}", file=sys.stderr)
     record = check_model(ref, cfg)
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))

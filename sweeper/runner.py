@@ -62,7 +62,40 @@ def plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, An
     if not refs:
         raise UsageError(f"no models to sweep: the {source.describe().get('name', cfg.source)} source matched nothing")
     device_info = {"spec": cfg.device, "profile": device.profile_info()}
-    return refs, source.describe(), device_info
+    source_info = dict(source.describe())
+    hub = settle_hub_access(cfg, refs)
+    if hub:
+        source_info["hub"] = hub
+    return refs, source_info, device_info
+
+
+def go_offline() -> None:
+    """Offline for this process (the client read the variable at import) and its children."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = True
+
+
+def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
+    """Probe the Hub once when refs would fetch their config.json from it.
+
+    When it does not answer, the sweep goes offline (``HF_HUB_OFFLINE=1``, inherited by
+    workers started afterwards) so each model starts from its type's default config at
+    once instead of retrying the network; returns the note that says so.
+    """
+    from sweeper.sources.hub import hub_offline, probe
+
+    wants_hub = any(ref.config is None and ref.source not in (None, "zoo") for ref in refs)
+    if not wants_hub or hub_offline():
+        return None
+    why = probe(cfg.hub_timeout)
+    if why is None:
+        return None
+    go_offline()
+    if cfg.weights == "pretrained":
+        return f"Hub unreachable ({why}): pretrained weights will fail as download errors"
+    return f"Hub unreachable ({why}): configs are the model types' defaults"
 
 
 def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = False, write_report: bool = True) -> SweepResult:
@@ -70,7 +103,7 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
     refs, source_info, device_info = plan(cfg)
     out = cfg.out_dir
     if not quiet:
-        why = f" ({source_info['why']})" if source_info.get("why") else ""
+        why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
         print(f"source: {source_info.get('name')}{why}; {len(refs)} models; device {cfg.device}; out {out}", file=sys.stderr)
     store = RecordStore(out).open()
     done = store.done_keys()

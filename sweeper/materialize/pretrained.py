@@ -120,6 +120,10 @@ def _pin_revision(ref: ModelRef) -> tuple[str | None, list[str] | None]:
     return info.sha or ref.revision, files
 
 
+# Hub client errors that mean "no answer and nothing cached", not "the Hub said no".
+_UNREACHABLE = frozenset({"LocalEntryNotFoundError", "OfflineModeIsEnabled"})
+
+
 @contextlib.contextmanager
 def _hub_errors(ref: ModelRef) -> Iterator[None]:
     """Re-raise hub errors unwrapped and connection failures as ``HubUnreachableError``."""
@@ -129,6 +133,10 @@ def _hub_errors(ref: ModelRef) -> Iterator[None]:
         raise
     except Exception as exc:
         hub_error = _hub_cause(exc)
+        if hub_error is not None and type(hub_error).__name__ in _UNREACHABLE:
+            from sweeper.sources.hub import one_line
+
+            raise HubUnreachableError(f"{ref.model_id}: {one_line(hub_error)}") from hub_error
         if hub_error is not None:
             # transformers wraps hub errors in OSError; classify wants the original type.
             raise hub_error from hub_error.__cause__
