@@ -150,14 +150,20 @@ def test_offline_uses_the_cache_and_reports_what_is_missing(
     hub_server.log.clear()
     assert isinstance(load_pretrained(ref("org/tiny-bert", repo.sha), CFG, BertForMaskedLM), BertForMaskedLM)
     assert hub_server.log == []
-    with pytest.raises(EntryNotFoundError):
+    # Offline and not cached: the Hub never said no, so it is "unreachable" (a download
+    # reason), which lets tiny/random sweeps fall back to the type's default config.
+    with pytest.raises(HubUnreachableError, match="org/never-downloaded"):
         fetch_config(ref("org/never-downloaded"), CFG)
 
 
 def test_wrapped_hub_errors_come_out_unwrapped() -> None:
-    original = LocalEntryNotFoundError("config.json is not in the cache")
-    with pytest.raises(LocalEntryNotFoundError) as info, _hub_errors(ref("org/x")):
+    original = EntryNotFoundError("config.json is not in the repo")
+    with pytest.raises(EntryNotFoundError) as info, _hub_errors(ref("org/x")):
         raise OSError("transformers says: could not load") from original
     assert info.value is original
+    missing = LocalEntryNotFoundError("config.json is not in the cache")
+    with pytest.raises(HubUnreachableError) as unreachable, _hub_errors(ref("org/x")):
+        raise OSError("transformers says: could not load") from missing
+    assert unreachable.value.__cause__ is missing
     with pytest.raises(ValueError), _hub_errors(ref("org/x")):  # unrelated errors pass through
         raise ValueError("bad config value")
