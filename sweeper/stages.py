@@ -19,6 +19,7 @@ from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NumericsError, SweeperError
 from sweeper.materialize import Built, materialize
 from sweeper.records import ModelRef, Reason, ReasonKind
+from sweeper.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 
 
 class UntiedWeightsError(SweeperError):
@@ -54,12 +55,12 @@ def load(ctx: StageContext) -> None:
 def to_device(ctx: StageContext) -> None:
     """Move model and inputs; detect tied weights that the move untied."""
     built = _built(ctx)
-    groups = _tied_groups(built.model)
-    with _swap_params(ctx.cfg.retie_weights and bool(groups)):
+    groups = tied_groups(built.model)
+    with swap_params_on_conversion(ctx.cfg.retie_weights and bool(groups)):
         built.model.to(ctx.device.torch_device)
     ctx.inputs = {k: _move(v, ctx.device.torch_device) for k, v in built.inputs.items()}
     ctx.device.synchronize()
-    broken = _broken_groups(built.model, groups)
+    broken = broken_groups(built.model, groups)
     if broken:
         # The model still runs, only wrong for training: re-tie so later stages measure
         # everything else, and report the untying as this stage's failure.
@@ -171,30 +172,3 @@ def _first_float(output: Any) -> torch.Tensor | None:
     for tensor in _float_tensors(output):
         return tensor
     return None
-
-
-def _tied_groups(model: torch.nn.Module) -> list[list[str]]:
-    """Names of parameters that are one tensor under several names."""
-    by_id: dict[int, list[str]] = {}
-    for name, param in model.named_parameters(remove_duplicate=False):
-        by_id.setdefault(id(param), []).append(name)
-    return [names for names in by_id.values() if len(names) > 1]
-
-
-def _broken_groups(model: torch.nn.Module, groups: list[list[str]]) -> list[list[str]]:
-    params = dict(model.named_parameters(remove_duplicate=False))
-    return [names for names in groups if len({id(params[n]) for n in names if n in params}) > 1]
-
-
-@contextlib.contextmanager
-def _swap_params(enabled: bool) -> Iterator[None]:
-    """The documented fix: swap tensors in place so Parameter identity (and tying) survives."""
-    if not enabled:
-        yield
-        return
-    before = torch.__future__.get_swap_module_params_on_conversion()
-    torch.__future__.set_swap_module_params_on_conversion(True)
-    try:
-        yield
-    finally:
-        torch.__future__.set_swap_module_params_on_conversion(before)

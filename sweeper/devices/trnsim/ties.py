@@ -11,9 +11,10 @@ conversion (``retie_fix``), or call the model's ``tie_weights()`` after ``.to()`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 import torch
+
+from sweeper.tied_weights import swap_params_on_conversion
 
 
 def tied_pairs(module: torch.nn.Module) -> list[tuple[str, str]]:
@@ -33,12 +34,6 @@ def untied_pairs(module: torch.nn.Module, before: list[tuple[str, str]]) -> list
     return [(a, b) for a, b in before if a in params and b in params and params[a] is not params[b]]
 
 
-@contextlib.contextmanager
-def retie_fix() -> Iterator[None]:
+def retie_fix() -> contextlib.AbstractContextManager[None]:
     """Inside the block ``Module.to()`` swaps parameter contents in place, keeping ties."""
-    old = torch.__future__.get_swap_module_params_on_conversion()
-    torch.__future__.set_swap_module_params_on_conversion(True)
-    try:
-        yield
-    finally:
-        torch.__future__.set_swap_module_params_on_conversion(old)
+    return swap_params_on_conversion(True)
