@@ -69,8 +69,9 @@ class ReasonKind(str, Enum):
     UNKNOWN = "unknown"
 
 
-# Outcomes of the environment (access, packaging, network), not of the device: reports
-# show them apart and keep them out of the device pass-rate denominator.
+# Outcomes of the environment (access, packaging, network, a config the installed
+# transformers cannot build), not of the device: the device was never tried. Reports show
+# them apart and keep them out of the device pass-rate denominator.
 ENVIRONMENT_KINDS: frozenset[ReasonKind] = frozenset(
     {
         ReasonKind.GATED,
@@ -78,6 +79,7 @@ ENVIRONMENT_KINDS: frozenset[ReasonKind] = frozenset(
         ReasonKind.REMOTE_CODE,
         ReasonKind.DOWNLOAD,
         ReasonKind.MISSING_DEPENDENCY,
+        ReasonKind.CONFIG_ERROR,
     }
 )
 

@@ -13,7 +13,7 @@ from sweeper.report.analysis import Analysis
 from sweeper.report.escape import code, details, md, num, pct, seconds, table
 
 NOT_TESTED_INTRO = (
-    "Environment outcomes (gated, remote code, unsupported library, download, missing dependency) and "
+    "Environment outcomes (gated, remote code, unsupported library, download, missing dependency, config error) and "
     "skips: the device was never tried, so they are outside the device pass rate."
 )
 ROADMAP_INTRO = (
