@@ -55,7 +55,7 @@ MAX_HEADLESS_WIDTH = 256
 
 EXPERT_KEYS: tuple[str, ...] = (
     "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
-    "num_routed_experts", "n_experts",
+    "num_routed_experts", "n_experts", "zero_expert_num",
 )
 TOP_K_KEYS: tuple[str, ...] = (
     "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token", "moe_k",
@@ -75,7 +75,7 @@ _NOT_WIDTH = ("vocab", "position", "image", "patch", "kernel", "window", "chunk"
 
 def is_intermediate_key(key: str) -> bool:
     """Feed-forward widths: scaled by the same ratio as the hidden size."""
-    return "intermediate_size" in key or key in _INTERMEDIATE_EXACT
+    return "intermediate_size" in key or key in _INTERMEDIATE_EXACT or key.endswith("_ffn_hidden_size")
 
 
 def is_token_id_key(key: str) -> bool:
@@ -121,9 +121,8 @@ def fix_ssm_heads(d: dict[str, Any]) -> None:
     for heads_key, dim_key, expand_key in _SSM_FIELDS:
         heads, dim, expand = d.get(heads_key), d.get(dim_key), d.get(expand_key)
         if all(isinstance(v, int) and not isinstance(v, bool) for v in (heads, dim, expand)):
-            if heads * dim == expand * hidden:
-                continue
-            d[heads_key] = max(1, expand * hidden // dim)
+            if heads * dim != expand * hidden:
+                d[heads_key] = max(1, expand * hidden // dim)
         if "n_groups" in d and isinstance(d.get(heads_key), int) and d[heads_key] % max(1, d["n_groups"]):
             d["n_groups"] = 1
 
@@ -134,6 +133,11 @@ def apply_layer_rules(d: dict[str, Any]) -> None:
     _fix_attention_pattern(d)
     if "prediction_length" in d and d["prediction_length"] is None:
         d["prediction_length"] = 8
+    shared = d.get("num_kv_shared_layers")
+    if isinstance(shared, int) and shared > 0:
+        # Shared-KV layers read the cache of an earlier layer of their own type; the few
+        # kept layers (one per type) have no producer to spare, so none shares.
+        d["num_kv_shared_layers"] = 0
 
 
 def apply_width_rules(d: dict[str, Any]) -> None:
@@ -143,10 +147,29 @@ def apply_width_rules(d: dict[str, Any]) -> None:
         if isinstance(d.get(key), int) and d[key] > 128:
             d[key] = 128
     _fix_layout_parts(d)
+    _fix_codec_channels(d)
     if isinstance(d.get("embed_dim"), int) and isinstance(d.get("num_heads"), list):
         d["num_heads"] = [max(1, h // 2) for h in d["num_heads"]]
         d["embed_dim"] = max(16, d["embed_dim"] // 2)
 
+
+
+# Codec conv stacks double their channels at every resampling stage; the stage widths
+# derive from these fields, which the generic width rule leaves (convolutional configs).
+MAX_CODEC_CHANNELS = 1024
+MAX_VOCODER_CHANNELS = 256
+
+
+def _fix_codec_channels(d: dict[str, Any]) -> None:
+    """Cap a codec's base filters so its widest stage stays ≤ MAX_CODEC_CHANNELS, and a
+    vocoder's initial upsampling width (its resblocks halve it per stage)."""
+    filters = d.get("num_filters")
+    ratios = d.get("downsampling_ratios") or d.get("upsampling_ratios")
+    if isinstance(filters, int) and isinstance(ratios, list) and filters << len(ratios) > MAX_CODEC_CHANNELS:
+        d["num_filters"] = max(1, MAX_CODEC_CHANNELS >> len(ratios))
+    initial = d.get("upsample_initial_channel")
+    if isinstance(initial, int) and initial > MAX_VOCODER_CHANNELS:
+        d["upsample_initial_channel"] = MAX_VOCODER_CHANNELS
 
 
 def is_convolutional(d: dict[str, Any]) -> bool:
