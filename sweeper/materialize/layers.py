@@ -72,6 +72,18 @@ def shrink_layers(d: dict[str, Any]) -> None:
             d[key] = [min(v, 1) for v in d[key]]
     for key in ("out_features", "stage_names"):
         d.pop(key, None)  # regenerated from out_indices and the new depth
+    _clamp_feature_layers(d)
+
+
+def _clamp_feature_layers(d: dict[str, Any]) -> None:
+    """Vision feature layers named by a sibling config (an adapter's) index a tower that
+    now has at most MAX_LAYERS layers; negative (from the end) indices still fit."""
+    for key in ("vision_feature_layer", "vision_feature_layers"):
+        value = d.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= MAX_LAYERS:
+            d[key] = MAX_LAYERS - 1
+        elif isinstance(value, list) and all(isinstance(v, int) for v in value):
+            d[key] = [min(v, MAX_LAYERS - 1) for v in value]
 
 
 def _index_key(old: Any, new: int) -> Any:

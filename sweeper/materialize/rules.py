@@ -148,6 +148,7 @@ def apply_width_rules(d: dict[str, Any]) -> None:
             d[key] = 128
     _fix_layout_parts(d)
     _fix_codec_channels(d)
+    _fix_depthwise_groups(d)
     if isinstance(d.get("embed_dim"), int) and isinstance(d.get("num_heads"), list):
         d["num_heads"] = [max(1, h // 2) for h in d["num_heads"]]
         d["embed_dim"] = max(16, d["embed_dim"] // 2)
@@ -170,6 +171,18 @@ def _fix_codec_channels(d: dict[str, Any]) -> None:
     initial = d.get("upsample_initial_channel")
     if isinstance(initial, int) and initial > MAX_VOCODER_CHANNELS:
         d["upsample_initial_channel"] = MAX_VOCODER_CHANNELS
+
+
+def _fix_depthwise_groups(d: dict[str, Any]) -> None:
+    """A conv ``*_groups`` count must divide the (shrunk) width it convolves: a count
+    that no longer does was the old width (depthwise), so it becomes the new one."""
+    hidden = d.get("hidden_size")
+    if not isinstance(hidden, int) or hidden <= 0:
+        return
+    for key, value in list(d.items()):
+        if key.endswith("upsample_groups") or key.endswith("downsample_groups"):
+            if isinstance(value, int) and value > 0 and hidden % value:
+                d[key] = hidden
 
 
 def is_convolutional(d: dict[str, Any]) -> bool:
