@@ -14,6 +14,7 @@ from typing import Any
 from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
 from sweeper.materialize import Built
 from sweeper.materialize.configs import LEVELS, config_to_dict, shrink_config_dict
+from sweeper.materialize.fitting import fit_widths
 from sweeper.materialize.heads import kind_of_class
 from sweeper.materialize.inputs import make_inputs
 from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
@@ -184,6 +185,10 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
             if _runs(model, inputs):
                 notes.update(shrink=level, input_variant=variant)
                 return model, inputs, has_labels
+            fitted = fit_widths(model, inputs)
+            if fitted is not None and _runs(model, fitted):
+                notes.update(shrink=level, input_variant=variant, widths="fitted to the first layer")
+                return model, fitted, has_labels
     notes["probe"] = "no candidate ran; kept the tiniest"
     assert first is not None
     control = _forward_control(config, cls, cfg, kind, first)
