@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 MAX_FITS = 2
+AUDIO_SAMPLES = 16000
 
 
 class _Mismatch(Exception):
@@ -46,7 +47,8 @@ def _first_mismatch(model: Any, inputs: dict[str, Any]) -> _Mismatch | None:
     signals = {n: t for n, t in inputs.items() if torch.is_tensor(t) and t.is_floating_point()}
     handles = []
     for module in model.modules():
-        if isinstance(module, (torch.nn.Linear, torch.nn.LayerNorm, torch.nn.Conv1d, torch.nn.Conv2d)):
+        if isinstance(module, (torch.nn.Linear, torch.nn.LayerNorm, torch.nn.Conv1d, torch.nn.Conv2d,
+                               torch.nn.ConvTranspose1d)):
             handles.append(module.register_forward_pre_hook(_checker(signals)))
     try:
         with torch.no_grad():
@@ -79,11 +81,14 @@ def _checker(signals: dict[str, Any]) -> Any:
         if x.dim() < 2 or x.shape[axis] == want:
             return
         for name, t in signals.items():
-            # The layer reads this input itself (maybe reshaped): same elements and the
-            # same width on the axis the layer reads.
-            if t.numel() == x.numel() and t.dim() == x.dim() and t.shape[axis] == x.shape[axis]:
+            # The layer reads this input itself (maybe reshaped, or a conv's padded
+            # copy): same elements, or the same leading axes up to the channels.
+            same = t.numel() == x.numel() or (axis == 1 and t.shape[:2] == x.shape[:2])
+            if same and t.dim() == x.dim() and t.shape[axis] == x.shape[axis]:
                 shape = list(t.shape)
                 shape[axis] = want
+                if axis == 1 and want <= 2 and t.dim() == 3:
+                    shape[2] = AUDIO_SAMPLES  # a mono / stereo conv front end reads a waveform
                 raise _Mismatch(name, tuple(shape))
 
     return hook

@@ -195,6 +195,19 @@ def _pixel_mask(ctx: InputContext) -> Any:
     return torch.ones((ctx.batch, h, w), dtype=torch.long)
 
 
+LATENT_FRAMES = 8
+
+
+def _latents(ctx: InputContext) -> Any:
+    """Codec / VAE decoder latents: (B, channels, frames), channels-first as conv stacks
+    read them; few frames since decoders upsample them by the hop length. The width
+    is the config's; a front end that reads another gets it fitted by the probe."""
+    import torch
+
+    width = int(ctx.lookup("latent_dim", (), None) or ctx.lookup("hidden_size", (), 64))
+    return torch.randn((ctx.batch, width, LATENT_FRAMES), generator=ctx.generator)
+
+
 # Argument name -> rule. Order matters: later rules may size from earlier inputs.
 RULES: dict[str, Callable[[InputContext], Any]] = {
     "input_ids": lambda ctx: token_ids(ctx, (ctx.batch, ctx.seq)),
@@ -207,4 +220,7 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
     "input_features": input_features,
     "decoder_input_ids": _decoder_ids,
     "input_features_mask": _frame_mask,
+    "latents": _latents,
+    # A model whose main input is hidden states (a codec half): latents as well.
+    "hidden_states": _latents,
 }

@@ -36,6 +36,8 @@ def _loss(out, has_labels):
         ("csm", "depthwise upsample groups follow the width"),
         ("granite_speech5_ctc", "stacked mel features fitted"),
         ("muse_spark_vision", "temporal patch depth fitted"),
+        ("mimi_decoder", "codec latents, channels-first"),
+        ("vibevoice_acoustic_tokenizer_encoder", "a mono conv front end reads a waveform"),
     ],
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
