@@ -208,6 +208,18 @@ def _latents(ctx: InputContext) -> Any:
     return torch.randn((ctx.batch, width, LATENT_FRAMES), generator=ctx.generator)
 
 
+def _flattened_patches(ctx: InputContext) -> Any:
+    """Variable-resolution patches: (B, N, 2 + C·p·p) rows, each led by its (row, col)
+    position in the patch grid (read as embedding indices)."""
+    import torch
+
+    width = int(ctx.lookup("patch_embed_hidden_size", VISION_SIDE, None) or 3 * 16 * 16)
+    side = max(1, int(ctx.seq**0.5))
+    grid = torch.tensor([(r + 1, c + 1) for r in range(side) for c in range(side)], dtype=torch.float)
+    patches = torch.randn((ctx.batch, side * side, width), generator=ctx.generator)
+    return torch.cat([grid.expand(ctx.batch, -1, -1), patches], dim=-1)
+
+
 # Argument name -> rule. Order matters: later rules may size from earlier inputs.
 RULES: dict[str, Callable[[InputContext], Any]] = {
     "input_ids": lambda ctx: token_ids(ctx, (ctx.batch, ctx.seq)),
@@ -221,6 +233,10 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
     "decoder_input_ids": _decoder_ids,
     "input_features_mask": _frame_mask,
     "latents": _latents,
+    "flattened_patches": _flattened_patches,
+    # In-context segmenters: a prompt image and its mask, shaped like the image.
+    "prompt_pixel_values": pixel_values,
+    "prompt_masks": pixel_values,
     # A model whose main input is hidden states (a codec half): latents as well.
     "hidden_states": _latents,
 }
