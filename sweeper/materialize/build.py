@@ -215,9 +215,12 @@ def _forward_control(config: Any, cls: type, cfg: Any, kind: str | None, tiny: t
             model = cls._from_config(config)
         model.eval()
         inputs, _ = _inputs(model, kind, cfg, variant=0)
-        # All-ones masks are the default, and checking them on meta needs .item().
-        inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items() if k != "attention_mask"}
-        site = _failure_site(model, inputs)
+        inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        # All-ones masks are the default, and checking them on meta needs .item(); without
+        # one, some stacks look for packed sequences instead (.item() too): try both.
+        site = _failure_site(model, {k: v for k, v in inputs.items() if k != "attention_mask"})
+        if site is not None and "meta tensors" in site[3] and "attention_mask" in inputs:
+            site = _failure_site(model, inputs)
     except Exception:  # noqa: BLE001 - a control that cannot run proves nothing
         return None
     if site is not None and site[:3] == tiny_site[:3]:
