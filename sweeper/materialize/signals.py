@@ -112,6 +112,12 @@ def pixel_values(ctx: InputContext) -> Any:
     if ctx.head_kind == "KEYPOINT_MATCHING":
         frames = 2  # matchers take image pairs
     shape = (ctx.batch, int(frames), channels, h, w) if isinstance(frames, int) else (ctx.batch, channels, h, w)
+    if len(shape) == 4:
+        # Matchers, multi-image and video models take an images-per-sample axis the
+        # config need not name: the variant adds it (a pair: two frames, two images).
+        ctx.ambiguous = True
+        if ctx.variant == 1:
+            shape = (ctx.batch, 2, channels, h, w)
     return torch.randn(shape, generator=ctx.generator)
 
 
@@ -131,7 +137,9 @@ def input_features(ctx: InputContext) -> Any:
     # the model transposes itself: the variant tries the other layout.
     ctx.ambiguous = True
     channels_first = (size in ctx.conv1d_in_channels) != (ctx.variant == 1)
-    shape = (ctx.batch, size, FEATURE_FRAMES) if channels_first else (ctx.batch, FEATURE_FRAMES, size)
+    # Chunked encoders take whole windows of 2·n_window frames.
+    frames = _multiple(FEATURE_FRAMES, 2 * int(ctx.lookup("n_window", AUDIO_SIDE, 0) or 0))
+    shape = (ctx.batch, size, frames) if channels_first else (ctx.batch, frames, size)
     ctx.frame_axis = -1 if channels_first else 1
     return torch.randn(shape, generator=ctx.generator)
 
@@ -180,8 +188,25 @@ def _audio(ctx: InputContext) -> Any:
     # Codecs take (B, channels, T); speech encoders (B, T): the variant adds the axis.
     ctx.ambiguous = True
     channels = int(ctx.lookup("audio_channels", AUDIO_SIDE, 1) or 1)
-    shape = (ctx.batch, channels, AUDIO_SAMPLES) if ctx.variant == 1 else (ctx.batch, AUDIO_SAMPLES)
+    samples = _multiple(AUDIO_SAMPLES, _hop(ctx))
+    shape = (ctx.batch, channels, samples) if ctx.variant == 1 else (ctx.batch, samples)
     return torch.randn(shape, generator=ctx.generator)
+
+
+def _hop(ctx: InputContext) -> int:
+    """Samples per frame of a strided conv front end: the product of its stage strides."""
+    import math
+
+    for key in ("patch_sizes", "downsampling_ratios"):
+        strides = ctx.lookup(key, AUDIO_SIDE)
+        if isinstance(strides, list) and strides and all(isinstance(v, int) and v > 0 for v in strides):
+            return math.prod(strides)
+    return 1
+
+
+def _multiple(n: int, step: int) -> int:
+    """The smallest multiple of ``step`` that is at least ``n``."""
+    return -(-n // max(1, step)) * max(1, step)
 
 
 def _decoder_ids(ctx: InputContext) -> Any:

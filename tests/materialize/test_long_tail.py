@@ -38,6 +38,10 @@ def _loss(out, has_labels):
         ("muse_spark_vision", "temporal patch depth fitted"),
         ("mimi_decoder", "codec latents, channels-first"),
         ("vibevoice_acoustic_tokenizer_encoder", "a mono conv front end reads a waveform"),
+        ("pix2struct", "flattened patches led by their grid positions"),
+        ("muse_spark_audio", "waveform length a multiple of the conv hop"),
+        ("qwen3_asr_encoder", "features in whole 2·n_window chunks"),
+        ("lightglue", "an image-pair axis as the pixel variant"),
     ],
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
