@@ -132,7 +132,7 @@ def input_features(ctx: InputContext) -> Any:
         return torch.randn((ctx.batch, mels, 2 * sources), generator=ctx.generator)
     per_channel = ctx.lookup("input_feat_per_channel", AUDIO_SIDE)
     size = (per_channel or 0) * int(ctx.lookup("input_channels", AUDIO_SIDE, 1) or 1)
-    size = int(size or ctx.lookup("feature_size", AUDIO_SIDE) or mels or 80)
+    size = int(size or ctx.lookup("feature_size", AUDIO_SIDE) or ctx.lookup("input_feat_size", AUDIO_SIDE) or mels or 80)
     # A Conv1d front end over the feature axis takes channels (mel bins) first, unless
     # the model transposes itself: the variant tries the other layout.
     ctx.ambiguous = True
@@ -148,7 +148,7 @@ def _frame_mask(ctx: InputContext) -> Any:
     """Ones over the time axis of the audio features built before it."""
     import torch
 
-    features = ctx.inputs.get("input_features")
+    features = ctx.inputs.get("input_features", ctx.inputs.get("audio_mel"))
     if features is None:
         return ones(ctx)
     return torch.ones((ctx.batch, features.shape[ctx.frame_axis]), dtype=torch.long)
@@ -259,6 +259,9 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
     "input_features_mask": _frame_mask,
     "latents": _latents,
     "flattened_patches": _flattened_patches,
+    "audio_mel": input_features,
+    # A padding mask (True where padded, a BoolTensor): nothing is padded here.
+    "audio_mel_mask": lambda ctx: _frame_mask(ctx).bool().logical_not(),
     # In-context segmenters: a prompt image and its mask, shaped like the image.
     "prompt_pixel_values": pixel_values,
     "prompt_masks": pixel_values,

@@ -42,6 +42,7 @@ def _loss(out, has_labels):
         ("muse_spark_audio", "waveform length a multiple of the conv hop"),
         ("qwen3_asr_encoder", "features in whole 2·n_window chunks"),
         ("lightglue", "an image-pair axis as the pixel variant"),
+        ("gemma3n_audio", "mel frames with a nothing-padded mask"),
     ],
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
