@@ -112,6 +112,25 @@ def _videos(ctx: Any, model: Any) -> None:
     ctx.inputs["pixel_values_videos"] = torch.randn((ctx.batch, frames, channels, h, w), generator=ctx.generator)
 
 
+def _generic_inputs(ctx: Any, model: Any) -> None:
+    """A forward taking plain ``inputs``: what its encoder's main input rule builds
+    (speech encoder-decoders), else (B, S, width) embeddings for a modality-agnostic
+    encoder (the probe fits the width to the layer reading them)."""
+    import torch
+
+    from sweeper.materialize.signals import RULES, token_ids
+
+    rule = RULES.get(getattr(getattr(model, "encoder", None), "main_input_name", ""))
+    if rule is not None:
+        ctx.inputs["inputs"] = rule(ctx)
+        return
+    if any(isinstance(m, torch.nn.Embedding) and "preprocessor" in n for n, m in model.named_modules()):
+        ctx.inputs["inputs"] = token_ids(ctx, (ctx.batch, ctx.seq))  # a text preprocessor embeds ids
+        return
+    width = int(ctx.lookup("d_model", (), None) or ctx.lookup("hidden_size", (), 64))
+    ctx.inputs["inputs"] = torch.randn((ctx.batch, ctx.seq, width), generator=ctx.generator)
+
+
 def _required(ctx: Any, name: str) -> bool:
     param = ctx.params.get(name)
     return param is not None and param.default is param.empty
@@ -124,6 +143,8 @@ INPUT_RULES: tuple[tuple[Any, Any], ...] = (
     (lambda ctx, model: _required(ctx, "pixel_values_videos"), _videos),
     (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
     (_is_patch_tower, _patch_tower),
+    (lambda ctx, model: _required(ctx, "inputs") or (
+        "inputs" in ctx.params and getattr(model, "main_input_name", None) == "inputs"), _generic_inputs),
 )
 
 

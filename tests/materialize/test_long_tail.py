@@ -43,6 +43,8 @@ def _loss(out, has_labels):
         ("qwen3_asr_encoder", "features in whole 2·n_window chunks"),
         ("lightglue", "an image-pair axis as the pixel variant"),
         ("gemma3n_audio", "mel frames with a nothing-padded mask"),
+        ("speech-encoder-decoder", "plain inputs built as the encoder's main input"),
+        ("perceiver", "plain inputs through a text preprocessor are ids"),
     ],
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
