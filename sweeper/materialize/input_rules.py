@@ -131,6 +131,20 @@ def _generic_inputs(ctx: Any, model: Any) -> None:
     ctx.inputs["inputs"] = torch.randn((ctx.batch, ctx.seq, width), generator=ctx.generator)
 
 
+def _trajectories(ctx: Any, model: Any) -> None:
+    """Offline-RL trajectories: states, actions, rewards and returns per step, the
+    steps' timesteps within the episode, and a mask over the steps."""
+    import torch
+
+    cfg, b, s, g = ctx.config, ctx.batch, ctx.seq, ctx.generator
+    ctx.inputs["states"] = torch.randn((b, s, int(cfg.state_dim)), generator=g)
+    ctx.inputs["actions"] = torch.randn((b, s, int(cfg.act_dim)), generator=g)
+    for name in ("rewards", "returns_to_go"):
+        ctx.inputs[name] = torch.randn((b, s, 1), generator=g)
+    ctx.inputs["timesteps"] = torch.arange(s).expand(b, s).clone()
+    ctx.inputs["attention_mask"] = torch.ones((b, s), dtype=torch.long)
+
+
 def _required(ctx: Any, name: str) -> bool:
     param = ctx.params.get(name)
     return param is not None and param.default is param.empty
@@ -143,6 +157,7 @@ INPUT_RULES: tuple[tuple[Any, Any], ...] = (
     (lambda ctx, model: _required(ctx, "pixel_values_videos"), _videos),
     (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
     (_is_patch_tower, _patch_tower),
+    (lambda ctx, model: "states" in ctx.params and hasattr(ctx.config, "state_dim"), _trajectories),
     (lambda ctx, model: _required(ctx, "inputs") or (
         "inputs" in ctx.params and getattr(model, "main_input_name", None) == "inputs"), _generic_inputs),
 )

@@ -45,6 +45,7 @@ def _loss(out, has_labels):
         ("gemma3n_audio", "mel frames with a nothing-padded mask"),
         ("speech-encoder-decoder", "plain inputs built as the encoder's main input"),
         ("perceiver", "plain inputs through a text preprocessor are ids"),
+        ("decision_transformer", "offline-RL trajectories from state and action sizes"),
     ],
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
