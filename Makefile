@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 OUT ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install sweep test test-all report bench lint clean
+.PHONY: install sweep test test-all report published-report bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ test-all: install
 
 report: install
 	$(SWEEP) report $(OUT)
+
+# The published report: the shared top-1,000 Hub snapshot on trnsim, tiny weights, every
+# blocker per model. Resumes if interrupted; `sweep report reports/top1000-trnsim` rebuilds
+# the Markdown from the committed records alone.
+SHARED ?= ../shared
+published-report: install
+	$(SWEEP) --device trnsim --catalog $(SHARED)/catalogs/hub-top1000-2025-03.csv --collect-all --out reports/top1000-trnsim
 
 bench: install
 	$(PY) benchmarks/run_all.py
