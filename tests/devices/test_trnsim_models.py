@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import root_cause, tiny_model
+from trnsim_helpers import root_cause, tiny_model
 
 from sweeper.records import ReasonKind
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import root_cause, run_compiled
+from trnsim_helpers import root_cause, run_compiled
 
 from sweeper.records import ReasonKind
 
@@ -184,7 +184,7 @@ def test_collect_all_compile_reports_every_blocker(trnsim):
 
 
 def test_gpt2_ties_are_undone_by_to_and_the_fix_keeps_them(trnsim):
-    from conftest import tiny_model
+    from trnsim_helpers import tiny_model
 
     from sweeper.devices.trnsim import retie_fix
     from sweeper.devices.trnsim.ties import tied_pairs, untied_pairs

@@ -91,9 +91,9 @@ def test_broken_upstream_default_is_a_config_error():
 
 
 def test_missing_input_names_the_argument():
-    # Decision transformers take environment states no rule can invent.
-    with pytest.raises(InputSynthesisError, match="'states'"):
-        materialize(zoo_ref("decision_transformer", 1), CFG)
+    # A Q-Former takes query embeddings another model produces: no rule can invent them.
+    with pytest.raises(InputSynthesisError, match="'query_embeds'"):
+        materialize(zoo_ref("blip_2_qformer", 1), CFG)
 
 
 def test_seeded_builds_are_reproducible():
