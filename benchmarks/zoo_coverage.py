@@ -61,7 +61,6 @@ def run_one(ref_data: dict[str, Any], compile_backend: str | None) -> dict[str, 
 
 
 def _loss(out: Any, has_labels: bool) -> Any:
-    import torch
 
     if has_labels and getattr(out, "loss", None) is not None:
         return out.loss

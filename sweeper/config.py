@@ -8,10 +8,11 @@ anything is written.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from sweeper.errors import UsageError
 from sweeper.records import Stage

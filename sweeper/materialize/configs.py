@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.materialize import rules
-from sweeper.materialize.layers import MAX_LAYERS, shrink_layers
+from sweeper.materialize.layers import shrink_layers
 
 MAX_HEADS = 4
 MAX_EXPERTS = 4

@@ -12,7 +12,7 @@ import inspect
 from typing import Any
 
 from sweeper.errors import InputSynthesisError
-from sweeper.materialize.signals import TEXT_SIDE, RULES, InputContext, ones, token_ids
+from sweeper.materialize.signals import RULES, TEXT_SIDE, InputContext, ones, token_ids
 
 # Head kinds (mapping suffixes) whose loss takes ``labels`` shaped like the input ids.
 TOKEN_LABEL_KINDS = frozenset({"CAUSAL_LM", "MASKED_LM", "IMAGE_TEXT_TO_TEXT", "MULTIMODAL_LM", "PRETRAINING"})

@@ -60,7 +60,7 @@ def zoo_heads(model_type: str) -> list[str]:
     return list(seen)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def canonical_checkpoint(model_type: str) -> str | None:
     """The checkpoint the type's config class documents as its defaults, if any."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
