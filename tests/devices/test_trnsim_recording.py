@@ -112,3 +112,14 @@ def test_strict_with_collect_all_records_fallbacks_as_blockers(trnsim):
     assert out.shape == (1, 1, 8, 8)
     assert [(b.kind, b.op) for b in rec.blockers] == [(ReasonKind.UNSUPPORTED_OP, "aten::upsample_bilinear2d")]
     assert rec.fallback_ops == {"aten::upsample_bilinear2d": 1}
+
+
+def test_integer_histc_runs_as_a_recorded_host_fallback(trnsim):
+    # MoE routing in transformers counts experts with histc on integer ids off the CPU;
+    # the host kernel takes floats only, so the simulator supplies the accelerator's form.
+    ids = torch.tensor([0, 1, 1, 3], device="trnsim", dtype=torch.int32)
+    with trnsim.recording() as seen:
+        counts = torch.histc(ids, bins=4, min=0, max=3)
+    assert counts.device.type == "trnsim" and counts.dtype == torch.int32
+    assert counts.cpu().tolist() == [1, 2, 0, 1]
+    assert seen.fallback_ops["aten::histc"] == 1

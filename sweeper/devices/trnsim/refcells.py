@@ -87,7 +87,16 @@ def as_kernel(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return kernel
 
 
+def histc(self: torch.Tensor, bins: int = 100, min: float = 0, max: float = 0) -> torch.Tensor:
+    """``histc`` for every dtype, as accelerators provide it: CPU's kernel takes floats only,
+    and transformers' MoE routing calls it on integer expert ids when not on the CPU."""
+    if self.is_floating_point():
+        return torch.ops.aten.histc.default(self, bins, min, max)
+    return torch.ops.aten.histc.default(self.double(), bins, min, max).to(self.dtype)
+
+
 REFERENCE: dict[str, Callable[..., Any]] = {
+    "aten::histc": histc,
     "aten::_thnn_fused_lstm_cell": lstm_cell,
     "aten::_thnn_fused_lstm_cell_backward_impl": lstm_cell_backward,
     "aten::_thnn_fused_gru_cell": gru_cell,
