@@ -31,6 +31,35 @@ def test_factories_math_and_dtypes(trnsim):
     assert r.sum().item() == 15
 
 
+SCALAR_OPERAND_CASES = {
+    "remainder": lambda x: x % 5,
+    "rremainder": lambda x: 7 % (x + 1),
+    "fmod": lambda x: torch.fmod(x, 3),
+    "bitwise_and": lambda x: x & 3,
+    "bitwise_xor": lambda x: x ^ 3,
+    "bitwise_or": lambda x: x | 8,
+    "in_place_remainder": lambda x: x.clone().remainder_(4),
+    "in_place_and": lambda x: x.clone().bitwise_and_(1),
+    "float_remainder": lambda x: x.float() % 2.5,
+    "int_tensor_float_scalar": lambda x: torch.fmod(x, 2.5),
+    "half_keeps_half": lambda x: x.half() % 1.5,
+    "zero_dim_half": lambda x: x.half()[3] % 2.5,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("case", sorted(SCALAR_OPERAND_CASES))
+def test_python_number_operands_match_cpu(trnsim, case, dtype):
+    # Scalar overloads hand the Tensor overload a wrapped number: values and result dtype
+    # must be CPU's (hashing embeddings compute ids % buckets on the device).
+    op = SCALAR_OPERAND_CASES[case]
+    host = torch.arange(12, dtype=dtype)
+    got = op(host.to("trnsim"))
+    want = op(host)
+    assert got.device.type == "trnsim" and got.dtype == want.dtype
+    assert torch.equal(got.cpu(), want)
+
+
 def test_views_and_in_place_ops_share_memory(trnsim):
     t = torch.zeros(2, 3, device="trnsim")
     row = t[0]

@@ -146,9 +146,28 @@ def _rewrap(r: Any, name: str, keep: dict[int, Tensor] | None) -> Any:
     return r
 
 
+_NUMBER = (bool, int, float, complex)
+
+
+def _wrap_number(n: bool | int | float | complex, args: tuple[Any, ...]) -> Tensor:
+    """A 0-dim CPU tensor standing for a wrapped Python number in a ``Tensor`` argument.
+
+    Scalar overloads (``x % 3``, ``x & 1``) wrap their number and call the Tensor overload;
+    a Python kernel receives it unwrapped, as a number, and the C++ entry point takes no
+    number where the schema says Tensor. The dtype is the one the number would promote to
+    beside the op's first tensor, so the result's dtype is the one CPU gives.
+    """
+    like = next((a for a in args if isinstance(a, Tensor)), None)
+    dtype = torch.result_type(like, n) if like is not None else None
+    return torch.tensor(n, dtype=dtype)
+
+
 def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     """The PrivateUse1 kernel for one aten overload."""
     schema = op._schema
+    tensor_slots = frozenset(
+        i for i, a in enumerate(schema.arguments) if not a.kwarg_only and isinstance(a.type, torch._C.TensorType)
+    )
     arg_names = {a.name for a in schema.arguments}
     factory = "device" in arg_names
     has_dtype = "dtype" in arg_names
@@ -182,9 +201,11 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
             return out
         keep: dict[int, Tensor] | None = {} if mutates else None
         cargs = []
-        for a in args:
+        for i, a in enumerate(args):
             if isinstance(a, Tensor) and not a.is_cpu and keep is None and a.dtype in ALLOWED_DTYPES:
                 cargs.append(host_view(a))  # the common case, inline
+            elif isinstance(a, _NUMBER) and i in tensor_slots:
+                cargs.append(_wrap_number(a, args))
             else:
                 cargs.append(_unwrap(a, name, keep))
         if kwargs:
