@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from sweeper import stages
 from sweeper.classify import classify
@@ -77,9 +77,18 @@ def check_model(ref: ModelRef, cfg: SweepConfig, *, sweep_id: str = "") -> Model
     return record
 
 
+def selected_stages(names: Collection[str]) -> list[Stage]:
+    """The stages named, with the ones they need, in pipeline order (``--stages forward``
+    runs load and to_device first: a forward on the device needs the model there)."""
+    wanted = {Stage.LOAD} | {s for s in Stage if s.value in names}
+    for stage in list(wanted):
+        wanted.update(NEEDS[stage])
+    return [s for s in Stage if s in wanted]
+
+
 def _run_stages(ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord) -> None:
     ctx = stages.StageContext(ref=ref, cfg=cfg, device=device)
-    selected = [s for s in Stage if s.value in cfg.stages or s is Stage.LOAD]
+    selected = selected_stages(cfg.stages)
     passed: set[Stage] = set()
     stop = False
     device.reset_peak_memory()
