@@ -49,6 +49,10 @@ class _Remap:
     widths: dict[int, int] = field(default_factory=dict)
     # (id of the dict, key) already set by a width rule: the by-value pass leaves them.
     touched: set[tuple[int, str]] = field(default_factory=set)
+    # Old width -> new width of the (sub-)configs with attention heads, planned before
+    # the walk: a headless config repeating such a width by value (a multimodal
+    # wrapper's hidden size, a projector's output) takes the same new width.
+    head_widths: dict[int, int] = field(default_factory=dict)
 
 
 def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, Any]:
@@ -58,6 +62,8 @@ def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, A
     parts = LEVEL_PARTS[level]
     if "vocab" in parts:
         _collect_special_ids(out, remap)
+    if "widths" in parts:
+        _plan_head_widths(out, remap)
     _walk(out, remap)
     if "widths" in parts:
         _apply_widths(out, remap)
@@ -144,31 +150,56 @@ def _first_int(d: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, in
     return None, 0
 
 
+def _headed_width(d: dict[str, Any]) -> tuple[int, int] | None:
+    """(old, new) width of a config with more than MAX_HEADS heads: heads ≤ 4 keeping
+    head_dim; the width follows heads × head_dim."""
+    hidden_key, hidden = _first_int(d, rules.HIDDEN_KEYS)
+    head_key, heads = _first_int(d, rules.HEAD_KEYS)
+    if not hidden_key or not head_key or heads <= MAX_HEADS:
+        return None
+    new_heads = MAX_HEADS
+    _, head_dim = _first_int(d, rules.HEAD_DIM_KEYS)
+    if head_dim and head_dim * heads != hidden:
+        # An explicit head_dim decouples the width from the heads: any width works
+        # (a multiple of 8 keeps grouped matmuls' strides aligned).
+        return hidden, min(_round8(hidden * new_heads / heads), rules.MAX_HEADLESS_WIDTH)
+    if head_dim:
+        return hidden, new_heads * head_dim
+    return hidden, new_heads * (hidden // heads) if hidden % heads == 0 else _round8(hidden * new_heads / heads)
+
+
+def _plan_head_widths(d: dict[str, Any], remap: _Remap) -> None:
+    planned = _headed_width(d)
+    if planned is not None:
+        remap.head_widths.setdefault(*planned)
+    for value in d.values():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, dict) and _is_sub_config(item):
+                _plan_head_widths(item, remap)
+
+
 def _shrink_heads_and_widths(d: dict[str, Any], remap: _Remap) -> None:
     """Heads ≤ 4 keeping head_dim and the GQA ratio; widths follow heads × head_dim."""
     hidden_key, hidden = _first_int(d, rules.HIDDEN_KEYS)
     head_key, heads = _first_int(d, rules.HEAD_KEYS)
     if not hidden_key:
         return
-    if head_key and heads > MAX_HEADS:
-        new_heads = MAX_HEADS
+    planned = _headed_width(d)
+    if planned is not None:
+        new_hidden = planned[1]
         for key in rules.HEAD_KEYS:
             if isinstance(d.get(key), int) and d[key] > MAX_HEADS:
-                d[key] = new_heads
+                d[key] = MAX_HEADS
         for key in rules.KV_HEAD_KEYS:
             kv = d.get(key)
             if isinstance(kv, int) and kv > 0:
-                d[key] = new_heads if kv >= heads else max(1, new_heads // max(1, heads // kv))
-        _, head_dim = _first_int(d, rules.HEAD_DIM_KEYS)
-        if head_dim and head_dim * heads != hidden:
-            # An explicit head_dim decouples the width from the heads: any width works
-            # (a multiple of 8 keeps grouped matmuls' strides aligned).
-            new_hidden = min(_round8(hidden * new_heads / heads), rules.MAX_HEADLESS_WIDTH)
-        elif head_dim:
-            new_hidden = new_heads * head_dim
-        else:
-            new_hidden = new_heads * (hidden // heads) if hidden % heads == 0 else _round8(hidden * new_heads / heads)
-    elif not head_key and hidden > rules.MAX_HEADLESS_WIDTH and not rules.is_convolutional(d):
+                d[key] = MAX_HEADS if kv >= heads else max(1, MAX_HEADS // max(1, heads // kv))
+    elif head_key or rules.is_convolutional(d):
+        return
+    elif hidden in remap.head_widths:
+        new_hidden = remap.head_widths[hidden]  # a tower's width, repeated by value
+    elif hidden > rules.MAX_HEADLESS_WIDTH:
         new_hidden = rules.MAX_HEADLESS_WIDTH
     else:
         return

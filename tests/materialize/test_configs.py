@@ -83,6 +83,20 @@ def test_cross_config_width_links_follow_the_shrunk_width():
     assert vision["out_hidden_size"] == text["hidden_size"] == out["projector_hidden_size"]
 
 
+def test_a_headless_wrapper_repeating_a_tower_width_takes_the_towers_new_width():
+    # A multimodal wrapper (no heads of its own) whose hidden size and projection repeat
+    # the text width: shrunk alone it would take the headless cap, and the projected
+    # image features would no longer fit the text embeddings.
+    data = {"model_type": "x", "hidden_size": 2048, "projection_dim": 2048,
+            "text_config": {"model_type": "t", "hidden_size": 2048, "num_attention_heads": 8, "head_dim": 256},
+            "vision_config": {"model_type": "v", "hidden_size": 1152, "num_attention_heads": 16}}
+    out = shrink_config_dict(data)
+    assert out["text_config"]["hidden_size"] == 4 * 256
+    assert out["hidden_size"] == out["projection_dim"] == out["text_config"]["hidden_size"]
+    alone = shrink_config_dict({"model_type": "y", "hidden_size": 2048})
+    assert alone["hidden_size"] == 256  # no tower to follow: the headless cap
+
+
 def test_per_layer_lists_and_overrides_follow_the_kept_layers():
     data = {"model_type": "x", "num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 2,
             "layer_types": ["a", "a", "a", "b", "a", "a"], "window": [1, 2, 3, 4, 5, 6],
