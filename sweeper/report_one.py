@@ -13,6 +13,8 @@ def describe_record(record: ModelRecord) -> str:
         f"device:       {record.device} ({record.weights} weights, {record.dtype})",
         f"status:       {record.status.value.upper()} in {record.seconds:.2f}s",
     ]
+    if "images" in record.notes:
+        lines.append(f"images:       {record.notes['images']}")
     for name, result in record.stages.items():
         why = f"  {result.reason.kind.value}: {result.reason.message}" if result.reason else ""
         lines.append(f"  {name:<10} {result.status.value:<8} {result.seconds:7.2f}s{why}")

@@ -16,6 +16,7 @@ from sweeper.materialize import Built
 from sweeper.materialize.configs import LEVELS, config_to_dict, shrink_config_dict
 from sweeper.materialize.fitting import fit_widths
 from sweeper.materialize.heads import kind_of_class
+from sweeper.materialize.images import wants_images, with_images
 from sweeper.materialize.inputs import make_inputs
 from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
 from sweeper.records import ModelRef, ReasonKind
@@ -151,6 +152,12 @@ def build(ref: ModelRef, cfg: Any) -> Built:
             _checked_count(config, cls, cfg.max_parameters)
             model = _build(cls, config, cfg)
         inputs, has_labels = _inputs(model, kind, cfg, variant=0)
+    if wants_images(model, inputs):
+        # The rules build text-only inputs for vision-language models; the vision tower
+        # runs only when images fill placeholder tokens.
+        inputs, notes["images"] = with_images(
+            model, inputs, head_kind=kind, batch=cfg.batch_size, seq=cfg.seq_len, seed=cfg.seed
+        )
     return Built(
         model=model, inputs=inputs, architecture=head, model_type=model_type,
         num_parameters=sum(p.numel() for p in model.parameters()), config=model.config,

@@ -74,7 +74,8 @@ def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
 
 
 # A modality input and the config fields that say its features replace placeholder
-# tokens in the text (then a text-only run is the rule-built one).
+# tokens in the text (then the rules build a text-only run; ``images`` adds images and
+# their placeholders to it).
 _MODALITIES: dict[str, tuple[str, ...]] = {
     "pixel_values": ("image_token_id", "image_token_index", "vision_start_token_id"),
     "input_features": ("audio_token_id", "audio_token_index"),
