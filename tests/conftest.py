@@ -29,6 +29,14 @@ def hub_2022_csv() -> Path:
     return HUB_2022
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _trnsim_before_any_backward() -> None:
+    """Register trnsim before any test runs a backward pass: PyTorch's autograd engine
+    sizes its device queues at the process's first backward, so tests of the device
+    must not depend on running before the CPU tests do."""
+    import sweeper.devices.trnsim  # noqa: F401
+
+
 @pytest.fixture(autouse=True)
 def _offline_hub(monkeypatch, tmp_path_factory):
     """Tests never reach the real Hub and never share an HF cache."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import gc
 import io
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -172,6 +174,22 @@ def test_import_is_idempotent(trnsim):
     importlib.reload(importlib.import_module("sweeper.devices.trnsim"))
     trnsim.ensure_registered()
     assert torch.zeros(1, device="trnsim").device.type == "trnsim"
+
+
+def test_registering_after_a_backward_fails_with_a_clear_error():
+    # PyTorch sizes autograd's device queues at the first backward: registered later,
+    # trnsim could run no backward at all, so the import says so instead.
+    code = (
+        "import torch\n"
+        "torch.ones(1, requires_grad=True).sum().backward()\n"
+        "import sweeper.devices.trnsim\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "sweeper.devices.trnsim.errors.LateRegistrationError: trnsim was registered after this process's first "
+        "backward pass, so autograd cannot run on it: import sweeper.devices.trnsim before any backward"
+    )
 
 
 def test_random_ops_repeat_under_a_seed(trnsim):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from sweeper.devices.trnsim.backend import apply_profile, ensure_registered
 from sweeper.devices.trnsim.errors import (
     DynamicShapeError,
+    LateRegistrationError,
     LoweringError,
     ProfileError,
     TrnsimError,
@@ -44,6 +45,7 @@ ensure_registered()
 __all__ = [
     "DEFAULT_PROFILE",
     "DynamicShapeError",
+    "LateRegistrationError",
     "LoweringError",
     "OpRecording",
     "Profile",

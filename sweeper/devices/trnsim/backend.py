@@ -15,6 +15,7 @@ import torch
 import torch.utils.backend_registration as br
 
 from sweeper.devices.trnsim import kernels, refcells, special, state
+from sweeper.devices.trnsim.errors import LateRegistrationError
 from sweeper.devices.trnsim.profile import Profile
 
 NAME = "trnsim"
@@ -78,6 +79,22 @@ def ensure_registered() -> None:
 
         compiler.register_backend()
         _DONE["ok"] = True
+    _check_autograd_engine()
+
+
+def _check_autograd_engine() -> None:
+    """Fail clearly when autograd cannot reach trnsim: the engine sized its device queues
+    at this process's first backward, and trnsim was not registered yet then."""
+    probe = torch.ones(1, device=NAME, requires_grad=True)
+    try:
+        probe.sum().backward()
+    except RuntimeError as exc:
+        if "device_ready_queues_" not in str(exc):
+            raise
+        raise LateRegistrationError(
+            "trnsim was registered after this process's first backward pass, so autograd cannot run on it: "
+            "import sweeper.devices.trnsim before any backward"
+        ) from None
 
 
 def apply_profile(profile: Profile) -> None:

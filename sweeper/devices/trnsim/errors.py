@@ -60,3 +60,13 @@ class ProfileError(UsageError, ValueError):
 
     A ``UsageError``: the CLI prints it on one line, before any model runs.
     """
+
+
+class LateRegistrationError(SweeperError, RuntimeError):
+    """trnsim was registered after this process ran its first backward pass.
+
+    Not a refusal of the chip: PyTorch's autograd engine sizes its per-device queues once,
+    at the first backward, so a backend registered later can never run one.
+    """
+
+    reason_kind = ReasonKind.HARNESS
