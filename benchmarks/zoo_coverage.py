@@ -2,7 +2,7 @@
 
 Each model runs in a long-lived worker subprocess (2 by default, niced); a model that
 runs past ``--timeout`` gets its worker killed and replaced. Prints counts per stage, the
-top failure reasons and a last line
+top failure reasons, how many vision-language types ran with images, and a last line
 ``zoo_coverage types=<n> built=<n> forward=<n> backward=<n>`` (plus ``compiled=<n>``
 with ``--compile``).
 
@@ -42,6 +42,8 @@ def run_one(ref_data: dict[str, Any], compile_backend: str | None) -> dict[str, 
     try:
         built = materialize(ref, SweepConfig())
         result.update(stage="built", num_parameters=built.num_parameters, has_labels=built.has_labels)
+        if "images" in built.notes:
+            result["images"] = built.notes["images"]
         stage = "forward"
         loss = _loss(built.model(**built.inputs), built.has_labels)
         result["stage"] = "forward"
@@ -183,6 +185,9 @@ def summarise(results: list[dict[str, Any]], compile_backend: str | None) -> Non
     print("\ntop failure reasons:")
     for reason, count in reasons.most_common(10):
         print(f"  {count:4d}  {reason}")
+    vlm = [r["images"] for r in results if "images" in r]
+    with_images = sum(not note.startswith("text-only") for note in vlm)
+    print(f"\nvision-language types: {len(vlm)}, run with images: {with_images}, text-only: {len(vlm) - with_images}")
     line = (f"zoo_coverage types={len(results)} built={at_least['built']} forward={at_least['forward']} "
             f"backward={at_least['backward']}")
     print(line + (f" compiled={at_least['compile']}" if compile_backend else ""))

@@ -67,7 +67,28 @@ def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, A
     _walk(out, remap)
     if "widths" in parts:
         _apply_widths(out, remap)
+        _link_tower_outputs(out)
     return out
+
+
+# Fields naming the width a vision tower hands to the text model (its merger's output).
+TOWER_OUTPUT_KEYS = ("out_hidden_size",)
+
+
+def _link_tower_outputs(d: dict[str, Any]) -> None:
+    """A vision tower's output width is the text model's width: the tower's features are
+    scattered into the text embeddings. Real checkpoints agree; some default configs do
+    not (a 3584-wide merger beside an 8192-wide text model), and shrunk they would stay
+    unable to take an image."""
+    text, vision = d.get("text_config"), d.get("vision_config")
+    if isinstance(text, dict) and isinstance(vision, dict):
+        width = text.get("hidden_size")
+        for key in TOWER_OUTPUT_KEYS:
+            if isinstance(vision.get(key), int) and isinstance(width, int):
+                vision[key] = width
+    for value in d.values():
+        if isinstance(value, dict) and _is_sub_config(value):
+            _link_tower_outputs(value)
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

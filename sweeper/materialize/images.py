@@ -151,6 +151,9 @@ def _placeholder_inputs(
     labels = inputs.get("labels")
     if labels is not None and labels.shape == ids.shape:
         labels[:, span] = IGNORE_INDEX  # no loss on image positions, as processors do
+    if "mm_token_type_ids" in forward_params(model):
+        # Each position's modality (text 0, image 1), which multimodal RoPE reads.
+        inputs["mm_token_type_ids"] = (ids == token).int()
     return inputs
 
 

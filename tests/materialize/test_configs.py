@@ -97,6 +97,16 @@ def test_a_headless_wrapper_repeating_a_tower_width_takes_the_towers_new_width()
     assert alone["hidden_size"] == 256  # no tower to follow: the headless cap
 
 
+def test_a_vision_towers_output_width_is_the_text_width():
+    # Upstream's default pairs a 3584-wide merger with an 8192-wide text model; real
+    # checkpoints agree, and the shrunk tower must hand the text model its own width.
+    data = {"model_type": "x",
+            "text_config": {"model_type": "t", "hidden_size": 8192, "num_attention_heads": 64},
+            "vision_config": {"model_type": "v", "hidden_size": 1280, "num_heads": 16, "out_hidden_size": 3584}}
+    out = shrink_config_dict(data)
+    assert out["vision_config"]["out_hidden_size"] == out["text_config"]["hidden_size"] == 512
+
+
 def test_per_layer_lists_and_overrides_follow_the_kept_layers():
     data = {"model_type": "x", "num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 2,
             "layer_types": ["a", "a", "a", "b", "a", "a"], "window": [1, 2, 3, 4, 5, 6],

@@ -15,7 +15,9 @@ from sweeper.sources.zoo import zoo_ref
 CFG = SweepConfig()
 
 
-@pytest.mark.parametrize("model_type", ["llava", "paligemma", "internvl", "florence2"])
+# Pixel images (llava, paligemma, internvl), an encoder-decoder (florence2), and patch
+# rows with their grid (qwen2_5_vl; qwen3_vl also marks each position's modality).
+@pytest.mark.parametrize("model_type", ["llava", "paligemma", "internvl", "florence2", "qwen2_5_vl", "qwen3_vl"])
 def test_vision_language_models_run_their_vision_tower(model_type):
     built = materialize(zoo_ref(model_type, 1), CFG)
     token = image_token(built.config)
@@ -31,7 +33,7 @@ def test_vision_language_models_run_their_vision_tower(model_type):
     assert math.isfinite(out.loss.item())
     out.loss.backward()
     # The loss reaches the vision tower: the images were read, not ignored.
-    vision = [p for n, p in built.model.named_parameters() if "vision" in n]
+    vision = [p for n, p in built.model.named_parameters() if "vision" in n or "visual" in n]
     assert vision and any(p.grad is not None and p.grad.abs().sum() > 0 for p in vision)
 
 
