@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sweeper.materialize.input_rules import patch_geometry
 from sweeper.materialize.inputs import forward_params, make_inputs
 from sweeper.materialize.signals import InputContext, pixel_values
 
@@ -123,11 +124,8 @@ def _image_layouts(model: Any, batch: int, seed: int) -> list[dict[str, Any]]:
         config=model.config, batch=batch, seq=1, generator=torch.Generator().manual_seed(seed + 1), params=params,
     )
     if "image_grid_thw" in params:
-        # Flattened (t·h·w, C·tp·p·p) rows; h and w a multiple of the merge window.
-        patch = int(ctx.lookup("patch_size", (), 14))
-        temporal = int(ctx.lookup("temporal_patch_size", (), 1) or 1)
-        channels = int(ctx.lookup("in_channels", (), None) or ctx.lookup("num_channels", (), 3))
-        side = 2 * int(ctx.lookup("spatial_merge_size", (), 2) or 2)
+        # Flattened (t·h·w, C·tp·p·p) rows, as the grid-taking towers read them.
+        patch, temporal, channels, side = patch_geometry(ctx)
         rows = torch.randn((batch * side * side, channels * temporal * patch * patch), generator=ctx.generator)
         return [{"pixel_values": rows, "image_grid_thw": torch.tensor([[1, side, side]] * batch)}]
     pixels = pixel_values(ctx)

@@ -51,14 +51,21 @@ def _is_patch_tower(ctx: Any, model: Any) -> bool:
     return grid is not None and _patch_arg(ctx) is not None and ctx.params[grid].default is ctx.params[grid].empty
 
 
-def _patch_tower(ctx: Any, model: Any) -> None:
-    """(images·t·h·w, C·tp·p·p) patches and their grids; h, w a multiple of the merge."""
-    import torch
-
+def patch_geometry(ctx: Any) -> tuple[int, int, int, int]:
+    """(patch, temporal patch, channels, side) of one image as patch rows: the side a
+    multiple of the tower's spatial merge window."""
     patch = int(ctx.lookup("patch_size", (), 14))
     temporal = int(ctx.lookup("temporal_patch_size", (), 1) or 1)
     channels = int(ctx.lookup("in_channels", (), None) or ctx.lookup("num_channels", (), 3))
     side = 2 * int(ctx.lookup("spatial_merge_size", (), 2) or 2)
+    return patch, temporal, channels, side
+
+
+def _patch_tower(ctx: Any, model: Any) -> None:
+    """(images·t·h·w, C·tp·p·p) patches and their grids; h, w a multiple of the merge."""
+    import torch
+
+    patch, temporal, channels, side = patch_geometry(ctx)
     grid = torch.tensor([[1, side, side]] * ctx.batch)
     # Flattened rows by default; the alternative keeps each patch as a (C, p, p) image
     # for towers whose embedding is a Conv2d over single patches.
