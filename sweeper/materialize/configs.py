@@ -20,6 +20,7 @@ from sweeper.materialize import rules
 from sweeper.materialize.layers import shrink_layers
 
 MAX_HEADS = 4
+MAX_IMPLIED_HEAD_DIM = 128
 MAX_EXPERTS = 4
 MAX_TOP_K = 2
 TINY_VOCAB = 1024
@@ -186,7 +187,11 @@ def _headed_width(d: dict[str, Any]) -> tuple[int, int] | None:
         return hidden, min(_round8(hidden * new_heads / heads), rules.MAX_HEADLESS_WIDTH)
     if head_dim:
         return hidden, new_heads * head_dim
-    return hidden, new_heads * (hidden // heads) if hidden % heads == 0 else _round8(hidden * new_heads / heads)
+    if hidden % heads:
+        return hidden, _round8(hidden * new_heads / heads)
+    # A head width the config only implies (hidden / heads) is no structural choice:
+    # wide ones are narrowed, so four heads do not keep a 2048-wide model.
+    return hidden, new_heads * min(hidden // heads, MAX_IMPLIED_HEAD_DIM)
 
 
 def _plan_head_widths(d: dict[str, Any], remap: _Remap) -> None:

@@ -48,7 +48,7 @@ HEAD_DIM_KEYS: tuple[str, ...] = ("head_dim", "d_kv", "attention_head_dim", "kv_
 # (a vision tower's merger width) and ``embed_dim`` the attention width.
 HIDDEN_KEYS: tuple[str, ...] = (
     "embed_dim", "hidden_size", "d_model", "n_embd", "dim", "hidden_dim", "d_embed",
-    "embedding_dim", "model_dim",
+    "embedding_dim", "model_dim", "emb_dim",
 )
 # Convolutional / recurrent widths with no attention heads to follow.
 MAX_HEADLESS_WIDTH = 256
@@ -66,7 +66,8 @@ IMAGE_SIZE_KEYS: tuple[str, ...] = ("image_size", "img_size", "input_size", "cro
 
 _INTERMEDIATE_EXACT = frozenset(
     {"ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "n_inner", "d_ff", "ffn_hidden_size",
-     "inner_hidden_size", "mlp_dim", "dim_feedforward", "encoder_ffn_size", "decoder_ffn_size"}
+     "inner_hidden_size", "mlp_dim", "dim_feedforward", "encoder_ffn_size", "decoder_ffn_size",
+     "moe_hidden_size"}
 )
 _NOT_WIDTH = ("vocab", "position", "image", "patch", "kernel", "window", "chunk", "stride",
               "num_", "batch", "conv", "bins", "sampl", "frame", "codebook_size", "head", "token",

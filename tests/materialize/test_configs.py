@@ -58,6 +58,21 @@ def test_heads_keep_head_dim_and_gqa_ratio():
     assert shrunk.num_hidden_layers == 2 and shrunk.vocab_size == 1024
 
 
+def test_a_head_width_only_implied_is_narrowed_an_explicit_one_kept():
+    implied = shrink_config_dict({"model_type": "x", "hidden_size": 4096, "num_heads": 8})
+    assert implied["num_heads"] == 4 and implied["hidden_size"] == 4 * 128
+    explicit = shrink_config_dict({"model_type": "x", "hidden_size": 4096, "num_heads": 8, "head_dim": 512})
+    assert explicit["hidden_size"] == 4 * 512
+
+
+def test_xlm_style_embedding_width_shrinks_with_its_heads():
+    config = _default("xlm")  # emb_dim 2048, 16 heads
+    cls = transformers_class(zoo_ref("xlm", 1).architecture)
+    _, shrunk = next(tiny_configs(config, cls, 150_000_000))
+    assert shrunk.emb_dim == 512 and shrunk.n_heads == 4
+    assert count_on_meta(cls, shrunk) < 10_000_000
+
+
 def test_moe_keeps_routing_but_fewer_experts():
     config = _default("mixtral")
     shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
