@@ -11,6 +11,7 @@ Bad input prints one line on stderr and exits 2; nothing is written.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +24,10 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_exceptions
 
 from sweeper.errors import UsageError
+
+# Typer's own exit and abort signals (older releases raise click's).
+_EXIT = getattr(click_exceptions, "Exit", typer.Exit)
+_ABORT = getattr(click_exceptions, "Abort", typer.Abort)
 
 app = typer.Typer(
     add_completion=False,
@@ -235,12 +240,16 @@ def main(argv: list[str] | None = None) -> None:
         _die(str(exc))
     except click_exceptions.UsageError as exc:
         _die(exc.format_message().replace("\n", " "))
-    except click_exceptions.Exit as exc:
+    except _EXIT as exc:
         sys.exit(exc.exit_code)
-    except click_exceptions.Abort:
+    except _ABORT:
         _die("aborted", code=130)
     except KeyboardInterrupt:
         _die("interrupted; rerun the same command to resume", code=130)
+    except Exception as exc:  # noqa: BLE001 - an OS error or a bug: one line, the traceback on request
+        if os.environ.get("SWEEPER_DEBUG"):
+            raise
+        _die(f"{type(exc).__name__}: {exc} (set SWEEPER_DEBUG=1 for the traceback)", code=1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,24 @@ def test_devices_lists_cpu_and_trnsim(tmp_path):
     names = {line.split()[0] for line in proc.stdout.splitlines()[1:]}
     assert {"cpu", "cuda", "trnsim"} <= names
     assert any(line.startswith("cpu") and " yes " in line for line in proc.stdout.splitlines())
+
+
+def test_an_unexpected_error_is_one_line_with_the_traceback_on_request(tmp_path):
+    # An output folder under a regular file cannot be made: an OS error, not a traceback.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    args = ["--top", "1", "--source", "zoo", "--device", "cpu", "--executor", "inline", "--out", str(blocker / "out")]
+    proc = _run(*args, cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("sweep: error: NotADirectoryError: ") and "SWEEPER_DEBUG=1" in lines[-1]
+    assert "Traceback" not in proc.stderr
+    debug = subprocess.run([*SWEEP, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "SWEEPER_DEBUG": "1"})
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_help_piped_into_a_closed_reader_exits_without_a_traceback(tmp_path):
+    proc = subprocess.run(f"{sys.executable} -m sweeper.cli --help | head -1", shell=True, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr
