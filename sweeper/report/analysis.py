@@ -10,6 +10,7 @@ import pandas as pd
 
 from sweeper.report import aggregate, roadmap
 from sweeper.report.load import SweepData
+from sweeper.report.numerics import numerics
 
 TOP_ITEMS = 50  # rows of each ranked table kept in summary.json
 
@@ -32,6 +33,7 @@ class Analysis:
     problems: pd.DataFrame
     by_model_type: pd.DataFrame
     by_task: pd.DataFrame
+    numerics: dict[str, Any]
 
     @property
     def weighted(self) -> bool:
@@ -58,6 +60,7 @@ def analyse(data: SweepData) -> Analysis:
         problems=aggregate.compile_problem_table(data),
         by_model_type=aggregate.breakdown(data, "model_type"),
         by_task=aggregate.breakdown(data, "pipeline_tag"),
+        numerics=numerics(data),
     )
 
 
@@ -110,4 +113,9 @@ def summary(a: Analysis) -> dict[str, Any]:
         "compile_problems": records(a.problems),
         "by_model_type": records(a.by_model_type),
         "by_pipeline_tag": records(a.by_task),
+        "numerics": {
+            **{k: _plain(v) for k, v in a.numerics.items() if not isinstance(v, pd.DataFrame)},
+            "buckets": records(a.numerics["buckets"], None),
+            "largest": records(a.numerics["worst"], None),
+        },
     }

@@ -107,7 +107,10 @@ def compact(value: object) -> str:
     """A large count in short form: 1.2M, 35.4k."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    n = int(value)  # type: ignore[call-overload]
+    try:
+        n = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):  # pandas' NA for an unknown count
+        return "—"
     for size, unit in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
         if abs(n) >= size:
             return f"{n / size:.1f}{unit}"

@@ -172,6 +172,8 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
         sections.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
         "## Compile problems",
         sections.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
+        "## Numerics",
+        sections.numerics(a.numerics, weighted=w, link=link),
         "## By model type",
         sections.breakdown(a.by_model_type, "model_type", weighted=w),
         "## By task",

@@ -31,7 +31,7 @@ MARKS = {"pass": "✅", "fail": "❌", "blocked": "⛔", "skip": "⏭"}
 MESSAGE_CHARS = 120
 
 
-RIGHT = {"#", "k", "rank", "models", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
+RIGHT = {"#", "k", "rank", "models", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
          "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing"}  # fmt: skip
 
 
@@ -208,3 +208,32 @@ MODEL_TABLE_COLUMNS = [
     "rank", "model_id", "downloads", "status", "reason_kind", "reason_op", "reason_message", "blocker_count", "repro",
     "key", "architecture",
 ]  # fmt: skip
+
+
+def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
+    """The spread of max |device − cpu| over forward outputs, and the models furthest off."""
+    if not n["compared"]:
+        return "_No model ran its forward on both the device and the CPU._"
+    tolerance = f" (atol {n['atol']:g} × the output's scale)" if n.get("atol") is not None else ""
+    intro = (f"{num(n['compared'])} models ran their forward on the device and on the CPU "
+             "(the difference is the largest |device − cpu| over the float outputs); "
+             f"{num(n['identical'])} match bit for bit, and {num(n['over_tolerance'])} differ past the "
+             f"tolerance{tolerance} and fail with `numerics`.")
+    headers = ["max abs difference", "models", "downloads"]
+    keep = _dl(weighted, headers)
+    spread = table(keep, _rows(n["buckets"], lambda r: [r.difference, num(r.models), compact(r.downloads)],
+                               headers, keep), align_for(keep))
+    worst = n["worst"]
+    if worst.empty:
+        return f"{intro}\n\n{spread}"
+    headers = ["model", "downloads", "max abs difference", "outcome"]
+
+    def cells(r: Any) -> list[Any]:
+        outcome = "over tolerance" if r.over_tolerance else f"{r.status}" + (f" ({md(r.reason_kind)})" if
+                                                                          isinstance(r.reason_kind, str) else "")
+        diff = "not finite" if pd.isna(r.max_abs_diff) else f"{r.max_abs_diff:.3g}"
+        return [model_link(r.model_id, link=link), compact(r.downloads), diff, outcome]
+
+    keep = _dl(weighted, headers)
+    largest = table(keep, _rows(worst, cells, headers, keep), align_for(keep))
+    return f"{intro}\n\n{spread}\n\nThe largest differences:\n\n{largest}"

@@ -14,7 +14,7 @@ from sweeper.report.commands import write_report
 def sweep_records() -> list:
     """A small sweep with every kind of outcome."""
     return [
-        record("org/pass-a", 1, 4000),
+        record("org/pass-a", 1, 4000, max_abs_diff=0.0),
         record("org/up", 2, 2000, "fail", fail_at="forward", model_type="vit", task="image-classification",
                blockers=[reason("unsupported_op", "aten::upsample_bilinear2d")]),
         record("org/up-lstm", 3, 1500, "fail", fail_at="forward",
@@ -25,9 +25,9 @@ def sweep_records() -> list:
         record("org/gated", 5, 10000, "skip", blockers=[reason("gated")]),
         record("org/remote", 6, 500, "error", blockers=[reason("remote_code")]),
         record("org/skipped", 7, 300, "skip", blockers=[reason("input_synthesis")]),
-        record("org/pass-b", 8, 700, fallback_ops={"aten::nonzero": 4}),
+        record("org/pass-b", 8, 700, fallback_ops={"aten::nonzero": 4}, max_abs_diff=3e-7),
         record("org/breaks", 9, 100, "fail", fail_at="compile", blockers=[reason("graph_break", None, "b")],
-               graph_breaks=1, graph_break_reasons=["data-dependent op nonzero"]),
+               graph_breaks=1, graph_break_reasons=["data-dependent op nonzero"], max_abs_diff=2e-5),
     ]  # fmt: skip
 
 
@@ -143,3 +143,27 @@ def test_large_sweeps_put_the_full_table_in_models_md(tmp_path: Path, limit: int
     assert f"The first 1,000 of {limit + 2:,} models; all of them: [models.md](models.md)" in text
     full = (tmp_path / "out" / "models.md").read_text()
     assert f"org/m{limit + 2}" in full and f"org/m{limit + 2}" not in text
+
+
+def test_numerics_spread_and_the_models_furthest_off(tmp_path: Path) -> None:
+    records = [
+        record("org/exact", 1, 1000, max_abs_diff=0.0),
+        record("org/close", 2, 800, max_abs_diff=4e-7),
+        record("org/a|b", 3, 600, "fail", fail_at="forward", max_abs_diff=6.25,
+               blockers=[reason("numerics", None, "max |device - cpu| = 6.25 exceeds 0.001 x 4.2")]),
+        # A non-finite output has no difference to place: its own bucket, listed first.
+        record("org/nan", 4, 400, "fail", fail_at="forward", max_abs_diff=float("nan"),
+               blockers=[reason("numerics", None, "max |device - cpu| = nan exceeds 0.001 x inf")]),
+        record("org/none", 5, 200, "fail", fail_at="load", blockers=[reason("model_error")]),
+    ]  # fmt: skip
+    text = section(report_for(tmp_path, records, {"config": {"atol": 0.001}}), "Numerics")
+    assert "4 models ran their forward on the device and on the CPU" in text
+    assert "1 match bit for bit, and 2 differ past the tolerance (atol 0.001" in text
+    assert "| 0 (identical) | 1 | 1.0k |" in text and "| ≤ 1e-06 | 1 | 800 |" in text
+    assert "| > 0.001 | 1 | 600 |" in text and "| not finite | 1 | 400 |" in text
+    largest = text[text.index("The largest differences"):].splitlines()
+    rows = [line for line in largest if line.startswith("| ") and "org/" in line]
+    assert rows[0].startswith("| [org/nan]") and "| not finite | over tolerance |" in rows[0]
+    # No Hub link for an id that is not a Hub id; its pipe escaped, so the row keeps 4 cells.
+    assert rows[1] == "| org/a\\|b | 600 | 6.25 | over tolerance |"
+    assert len(rows) == 3 and rows[2].startswith("| [org/close]")
