@@ -69,7 +69,24 @@ def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, A
     if "widths" in parts:
         _apply_widths(out, remap)
         _link_tower_outputs(out)
+    if "images" in parts:
+        _scale_pinpoints(out)
     return out
+
+
+def _scale_pinpoints(d: dict[str, Any]) -> None:
+    """Any-resolution grids (``image_grid_pinpoints``) are multiples of the vision tower's
+    tile; when the tile shrinks, the grid follows, or crops and grid stop lining up."""
+    pinpoints, vision = d.get("image_grid_pinpoints"), d.get("vision_config")
+    if not (isinstance(pinpoints, list) and pinpoints and isinstance(vision, dict)):
+        return
+    size = vision.get("image_size")
+    flat = [v for point in pinpoints if isinstance(point, list) for v in point]
+    if not isinstance(size, int) or not flat or not all(isinstance(v, int) and v > 0 for v in flat):
+        return
+    tile = min(flat)
+    if size < tile and all(v % tile == 0 for v in flat):
+        d["image_grid_pinpoints"] = [[v // tile * size for v in point] for point in pinpoints]
 
 
 # Fields naming the width a vision tower hands to the text model (its merger's output).

@@ -132,10 +132,31 @@ def _image_layouts(model: Any, batch: int, seed: int) -> list[dict[str, Any]]:
     layouts = [{"pixel_values": pixels}]
     if "image_sizes" in params:
         h, w = pixels.shape[-2:]
-        layouts.append({"pixel_values": pixels, "image_sizes": torch.tensor([[h, w]] * batch)})
+        sizes = torch.tensor([[h, w]] * batch)
+        layouts.append({"pixel_values": pixels, "image_sizes": sizes})
+        crops = _crop_count(model.config, h, w)
+        if crops is not None and pixels.dim() == 4:
+            # Any-resolution towers: the image's crops (the grid pinpoint it fits, cut
+            # into tower-sized tiles, plus the whole image) stacked per sample.
+            tiles = torch.randn((batch, crops, *pixels.shape[1:]), generator=ctx.generator)
+            layouts.append({"pixel_values": tiles, "image_sizes": sizes})
     if pixels.dim() == 4:
         layouts.append({"pixel_values": pixels.unsqueeze(1)})
     return layouts
+
+
+def _crop_count(config: Any, height: int, width: int) -> int | None:
+    """How many tower-sized crops an any-resolution processor cuts from a tower-sized
+    image, for configs with ``image_grid_pinpoints``; None for the others."""
+    pinpoints = getattr(config, "image_grid_pinpoints", None)
+    if not isinstance(pinpoints, list) or not pinpoints:
+        return None
+    try:
+        from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
+
+        return int(image_size_to_num_patches((height, width), pinpoints, height))
+    except Exception:  # noqa: BLE001 - no crop count: the other layouts still run
+        return None
 
 
 def _placeholder_inputs(

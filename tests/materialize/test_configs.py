@@ -122,6 +122,14 @@ def test_a_vision_towers_output_width_is_the_text_width():
     assert out["vision_config"]["out_hidden_size"] == out["text_config"]["hidden_size"] == 512
 
 
+def test_any_resolution_grids_follow_the_shrunk_tile():
+    config = _default("llava_next")  # 336-pixel tiles, pinpoints in multiples of 336
+    shrunk = shrink_config_dict(config_to_dict(config))
+    tile = shrunk["vision_config"]["image_size"]
+    assert tile == 224
+    assert shrunk["image_grid_pinpoints"][:2] == [[224, 448], [448, 224]]
+
+
 def test_per_layer_lists_and_overrides_follow_the_kept_layers():
     data = {"model_type": "x", "num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 2,
             "layer_types": ["a", "a", "a", "b", "a", "a"], "window": [1, 2, 3, 4, 5, 6],

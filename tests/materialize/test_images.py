@@ -15,9 +15,12 @@ from sweeper.sources.zoo import zoo_ref
 CFG = SweepConfig()
 
 
-# Pixel images (llava, paligemma, internvl), an encoder-decoder (florence2), and patch
-# rows with their grid (qwen2_5_vl; qwen3_vl also marks each position's modality).
-@pytest.mark.parametrize("model_type", ["llava", "paligemma", "internvl", "florence2", "qwen2_5_vl", "qwen3_vl"])
+# Pixel images (llava, paligemma, internvl), an encoder-decoder (florence2), patch rows
+# with their grid (qwen2_5_vl; qwen3_vl also marks each position's modality), and
+# any-resolution crops with the image size (llava_next).
+@pytest.mark.parametrize(
+    "model_type", ["llava", "paligemma", "internvl", "florence2", "qwen2_5_vl", "qwen3_vl", "llava_next"]
+)
 def test_vision_language_models_run_their_vision_tower(model_type):
     built = materialize(zoo_ref(model_type, 1), CFG)
     token = image_token(built.config)
