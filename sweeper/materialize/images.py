@@ -114,9 +114,9 @@ def _embedding_width(model: Any) -> int | None:
 
 def _image_layouts(model: Any, batch: int, seed: int) -> list[dict[str, Any]]:
     """Pixel inputs for one image per sample, in the layouts families use, most common
-    first: (B, C, H, W); with each image's size when the forward takes it; (B, 1, C, H, W)
-    for towers with an images-per-sample axis; patch rows and their grid for
-    native-resolution towers."""
+    first: (B, C, H, W); with each image's size when the forward takes it, and as
+    any-resolution crops; (B, 1, C, H, W) for towers with an images-per-sample axis;
+    patch rows and their grid for native-resolution towers."""
     import torch
 
     params = forward_params(model)
