@@ -17,7 +17,7 @@ NOT_TESTED_INTRO = (
     "skips: the device was never tried, so they are outside the device pass rate."
 )
 ROADMAP_INTRO = (
-    "Operators ranked by the downloads of the failing models they block. *Only blocker of*: models "
+    "Operators ranked by the {measure} of the failing models they block. *Only blocker of*: models "
     "that would pass if this op alone were lowered."
 )
 CHART_TITLES = {
@@ -155,7 +155,8 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
         NOT_TESTED_INTRO,
         sections.not_tested(a.not_tested, weighted=w, link=link),
         "## Op-lowering roadmap",
-        ROADMAP_INTRO,
+        # Without download counts the ranking is by models blocked.
+        ROADMAP_INTRO.format(measure="downloads" if w else "number"),
         sections.roadmap_ops(a.ops, weighted=w, link=link),
         "### Models per op",
         "For the top ops, the models each one blocks and what else blocks them.",

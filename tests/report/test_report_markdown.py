@@ -121,6 +121,7 @@ def test_without_downloads_weighted_figures_are_omitted(tmp_path: Path) -> None:
     assert "download-weighted figures are omitted" in text
     assert "catalog's downloads" not in text
     assert "downloads blocked" not in text
+    assert "Operators ranked by the number of the failing models they block." in text
     assert "**Device pass rate: 50.0%**" in text
     assert "huggingface.co" not in text  # zoo ids are not Hub repos
     assert "| 1 | bert (BertForMaskedLM) | ✅ |" in text
