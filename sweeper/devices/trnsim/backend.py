@@ -190,6 +190,7 @@ def _special_kernels() -> dict[str, Any]:
         "aten::set_.source_Tensor_storage_offset": special.metadata_only(aten.set_.source_Tensor_storage_offset),
         "aten::convolution_overrideable": special.convolution_overrideable,
         "aten::convolution_backward_overrideable": special.convolution_backward_overrideable,
+        "aten::_has_compatible_shallow_copy_type": special.shallow_copy_compatible,
     }
     for name, fn in refcells.REFERENCE.items():
         table[name] = refcells.as_kernel(fn, name)

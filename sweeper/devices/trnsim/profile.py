@@ -20,7 +20,12 @@ from sweeper.devices.trnsim.errors import ProfileError
 Policy = Literal["native", "fallback", "error"]
 Mode = Literal["eager", "compile"]
 POLICIES: tuple[str, ...] = ("native", "fallback", "error")
-FEATURES: tuple[str, ...] = ("dynamic_shapes", "sparse", "nested", "forward_ad")
+FEATURES: tuple[str, ...] = ("dynamic_shapes", "sparse", "nested", "forward_ad", "keeps_parameter_identity")
+# A feature a profile does not mention is off, except these. Keeping Parameter identity
+# across ``Module.to()`` is what mature PrivateUse1 backends do (torch_npu, torch_mlu
+# override ``_has_compatible_shallow_copy_type``); a profile sets it false to model a
+# backend without that override.
+FEATURE_DEFAULTS: dict[str, bool] = {"keeps_parameter_identity": True}
 # Found relative to the package, like sweeper.config.REPO_CONFIGS.
 DEFAULT_PROFILE = Path(__file__).resolve().parents[3] / "configs" / "devices" / "trnsim.toml"
 
@@ -49,7 +54,7 @@ class Profile:
 
     def allows(self, feature: str) -> bool:
         """Whether a feature flag (``sparse``, ``forward_ad``, ...) is on."""
-        return self.features.get(feature, False)
+        return self.features.get(feature, FEATURE_DEFAULTS.get(feature, False))
 
     def listed_ops(self) -> set[str]:
         """Every op key that has a non-default policy in eager or compile."""
@@ -79,7 +84,7 @@ def parse_profile(data: dict[str, Any], *, path: str = "<memory>", digest: str =
     if not isinstance(name, str) or not name:
         raise ProfileError(f"device profile {path}: needs a `name`")
     dtypes = frozenset(_dtype(d, path) for d in data.get("dtypes", {}).get("supported", ["float32"]))
-    features = {f: bool(data.get("features", {}).get(f, False)) for f in FEATURES}
+    features = {f: bool(data.get("features", {}).get(f, FEATURE_DEFAULTS.get(f, False))) for f in FEATURES}
     unknown_features = set(data.get("features", {})) - set(FEATURES)
     if unknown_features:
         raise ProfileError(f"device profile {path}: unknown feature(s) {', '.join(sorted(unknown_features))}")

@@ -86,6 +86,23 @@ def convolution_backward_overrideable(grad: Tensor, inp: Tensor, weight: Tensor,
                              output_padding, groups, output_mask)
 
 
+def shallow_copy_compatible(self: Tensor, other: Tensor) -> bool:
+    """``aten::_has_compatible_shallow_copy_type`` when a trnsim tensor is involved.
+
+    ``Module.to()`` moves a parameter in place (keeping the Parameter, and so tied weights)
+    only when this is True. PyTorch's own answer is False between CPU and PrivateUse1;
+    vendor backends override it so dense host and device tensors are compatible. The
+    registration is process-wide while profiles change per process, so the active profile
+    decides at every call (``keeps_parameter_identity``).
+    """
+    if self.layout != torch.strided or other.layout != torch.strided:
+        return self.device.type == other.device.type and self.layout == other.layout
+    kinds = {self.device.type, other.device.type}
+    if kinds == {"trnsim"}:
+        return True
+    return kinds == {"cpu", "trnsim"} and state.active_profile().allows("keeps_parameter_identity")
+
+
 def metadata_only(op: Any) -> Any:
     """Kernel for an op whose CPU kernel only rewires sizes/strides/storage (``set_``)."""
 

@@ -1,11 +1,14 @@
 """Tied weights and ``Module.to("trnsim")``.
 
 PyTorch moves a parameter in place (``param.data = moved``) only when the two tensor
-types are "shallow-copy compatible"; PrivateUse1 is not in that list, so ``.to()`` builds a
-new Parameter per module attribute and weights tied by sharing one Parameter (GPT-2's
-``lm_head.weight`` and ``wte.weight``) come out as two separate tensors. A real PrivateUse1
-backend behaves the same way. Two fixes work: swap the parameters' contents during
-conversion (``retie_fix``), or call the model's ``tie_weights()`` after ``.to()``.
+types are "shallow-copy compatible"; PrivateUse1 is not in PyTorch's list, so a backend
+that does nothing about it gets a new Parameter per module attribute from ``.to()``, and
+weights tied by sharing one Parameter (GPT-2's ``lm_head.weight`` and ``wte.weight``) come
+out as two separate tensors. Vendor backends override ``_has_compatible_shallow_copy_type``
+for their device; trnsim does too (``special.shallow_copy_compatible``) while the profile's
+``keeps_parameter_identity`` is on (the default). With it off, two fixes work: swap the
+parameters' contents during conversion (``retie_fix``), or call the model's
+``tie_weights()`` after ``.to()``.
 """
 
 from __future__ import annotations
