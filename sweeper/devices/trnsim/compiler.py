@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from sweeper.devices.trnsim import lowering, state
+from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
     check_graph,
@@ -62,8 +63,7 @@ def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
 
         return compile_graph
 
-    table = {op: fn for op, fn in lowering.decomposition_table().items()
-             if isinstance(op, torch._ops.OpOverload) and profile.policy(lowering.op_name(op), "compile") == "native"}
+    table = compiler_decompositions(profile)
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
                            inference_compiler=stage("inference"), decompositions=table)
     return backend(gm, example_inputs)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sweeper.devices.trnsim.canonical import canonicalize
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 
 _OP_IN_DIAG = re.compile(r"torch\.aten\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)")
@@ -52,7 +53,8 @@ def decomposition_table() -> dict:
 
 
 def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A copy of ``gm`` ready for import: tensor outputs only, no device placement.
+    """A copy of ``gm`` ready for import: tensor outputs only, no device placement, no
+    non-op nodes, canonical slice bounds (``canonical.canonicalize``).
 
     Factory nodes carry ``device=trnsim:0``, which Torch-MLIR cannot import (StableHLO has
     no devices; placement is the runtime's business), so it is dropped.
@@ -62,6 +64,7 @@ def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     out_value = graph.graph_copy(gm.graph, {})
     graph.output(out_value)
     gm = torch.fx.GraphModule(gm, graph)
+    canonicalize(gm)
     for node in gm.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device):
             node.kwargs = {k: v for k, v in node.kwargs.items() if k not in ("device", "pin_memory")}
