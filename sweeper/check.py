@@ -53,9 +53,10 @@ _DEVICES: dict[tuple, Device] = {}
 
 def device_for(cfg: SweepConfig) -> Device:
     """One set-up device per process and settings (a PrivateUse1 name registers once)."""
-    key = (cfg.device, cfg.device_profile, cfg.collect_all)
+    key = (cfg.device, cfg.device_profile, cfg.collect_all, str(cfg.out_dir))
     if key not in _DEVICES:
-        device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
+        device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all,
+                            out_dir=str(cfg.out_dir))
         device.setup()
         _DEVICES[key] = device
     return _DEVICES[key]

@@ -58,8 +58,10 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = inner if isinstance(inner, BaseException) else (current.__cause__ or current.__context__)
 
 
-def _message(exc: BaseException) -> str:
+def _message(exc: BaseException, *, full: bool = False) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
+    if full:
+        return text
     # Keep the first lines: enough to recognise, short enough for a report cell.
     lines = [ln for ln in text.splitlines() if ln.strip()][:6]
     text = " | ".join(ln.strip() for ln in lines)
@@ -70,7 +72,10 @@ def _deliberate(chain: list[BaseException]) -> Reason | None:
     for exc in chain:
         kind = getattr(exc, "reason_kind", None)
         if kind is not None:
-            return Reason(kind=ReasonKind(kind), op=getattr(exc, "op", None), message=_message(exc), exc_type=type(exc).__name__)
+            kind = ReasonKind(kind)
+            # A lowering tool's diagnostic is kept whole: it is the body of a bug report.
+            message = _message(exc, full=kind is ReasonKind.LOWERING_TOOL_ERROR)
+            return Reason(kind=kind, op=getattr(exc, "op", None), message=message, exc_type=type(exc).__name__)
     return None
 
 

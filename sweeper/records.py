@@ -50,6 +50,9 @@ class ReasonKind(str, Enum):
     UNSUPPORTED_FEATURE = "unsupported_feature"
     DYNAMIC_SHAPE = "dynamic_shape"
     COMPILE_ERROR = "compile_error"
+    # The lowering tool failed on an op the device profile calls native: a toolchain
+    # finding (material for an upstream bug report), not a gap of the chip.
+    LOWERING_TOOL_ERROR = "lowering_tool_error"
     GRAPH_BREAK = "graph_break"
     NUMERICS = "numerics"
     UNTIED_WEIGHTS = "untied_weights"

@@ -49,7 +49,8 @@ class Device:
 
     def __init__(self, spec: str, **options: Any) -> None:
         # Options every device receives (devices ignore those they do not use):
-        # profile (path or None), collect_all (bool).
+        # profile (path or None), collect_all (bool), out_dir (the sweep's output folder,
+        # where a device may leave artifacts such as compiler reproducers).
         self.spec = spec
         self.options = options
 

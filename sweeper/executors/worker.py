@@ -211,7 +211,8 @@ def _setup_device(cfg: Any) -> None:
             return
         from sweeper.devices.base import get_device
 
-        _DEVICE = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
+        _DEVICE = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all,
+                             out_dir=str(cfg.out_dir))
         _DEVICE.setup()
     except Exception:  # noqa: BLE001 - check_model reports a device that cannot start, per model
         traceback.print_exc()

@@ -3,8 +3,9 @@ them to StableHLO with Torch-MLIR, then run them on trnsim tensors.
 
 Which profile ops survive AOT decompositions, and why:
 
-* AOT autograd decomposes with Torch-MLIR's table (the graphs its StableHLO path expects)
-  *minus every op the profile gives a non-native compile policy*: those stay in the graph
+* AOT autograd decomposes as a vendor compiler does (``decomps``: core ATen, Torch-MLIR's
+  table, a few backward ops neither covers) *minus every op the profile gives a non-native
+  compile policy*: those stay in the graph
   as themselves, so an op the chip's compiler cannot lower is refused by name instead of
   disappearing into primitives that happen to legalize.
 * Some ops never reach a backend undecomposed: PyTorch's Python dispatcher rewrites them
@@ -13,8 +14,12 @@ Which profile ops survive AOT decompositions, and why:
   with Torch-MLIR 20261001), so judged only after decomposition the chip would seem to
   support them. To keep the profile honest, the Dynamo graph is first replayed on fake
   tensors and the aten ops eager execution would dispatch are checked too. So the profile
-  applies to what the model asks for, and Torch-MLIR judges what is left (a real
-  legalization failure, e.g. ``erfinv``, is a ``compile_error`` naming the op).
+  applies to what the model asks for, and Torch-MLIR judges what is left.
+* Before lowering, graphs are canonicalised (``canonical``): no asserts, device placement
+  or size queries, slice bounds clamped to the dimension. A legalization failure of an op
+  the profile calls native (e.g. ``erfinv``) is then the tool's, not the chip's: a
+  ``lowering_tool_error`` naming the op, with the full diagnostic and a one-node
+  reproducer under the repro folder (``state.set_repro_dir``; the sweep uses OUT/repros).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import torch
 
 from sweeper.devices.trnsim import lowering, state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
-from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, TrnsimError
+from sweeper.devices.trnsim.profile import Profile
+from sweeper.devices.trnsim.reproducer import write_reproducer
+from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, LoweringToolError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
     check_graph,
     eager_ops,
@@ -58,7 +65,7 @@ def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     def stage(kind: str) -> Callable[..., Any]:
         def compile_graph(aten_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             check_graph(aten_gm, kind, profile)
-            _lower(aten_gm, kind)
+            _lower(aten_gm, kind, profile)
             return make_boxed_func(aten_gm.forward)
 
         return compile_graph
@@ -69,8 +76,10 @@ def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     return backend(gm, example_inputs)
 
 
-def _lower(gm: torch.fx.GraphModule, kind: str) -> None:
-    """Lower to StableHLO; a failure to legalize is a compile error naming the op."""
+def _lower(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
+    """Lower to StableHLO. A failure on an op the profile calls native is the lowering
+    tool's (``lowering_tool_error``, with a reproducer); on any other op, or when no op can
+    be blamed, a compile error as the chip's compiler would give."""
     if not lowering.available():
         state.note_compile_problem(f"{kind} graph not lowered: torch-mlir is not installed")
         return
@@ -78,13 +87,35 @@ def _lower(gm: torch.fx.GraphModule, kind: str) -> None:
     if result.ok:
         LOWERED.append((kind, result.stablehlo))
         del LOWERED[:-_KEEP_LOWERED]  # a long sweep must not hold every model's modules
-    else:
-        _refuse(LoweringError(f"{kind} graph: {result.op or 'an op'} failed to legalize to StableHLO: {result.message}",
-                              op=result.op))
+        return
+    op = result.op
+    if op is None or not op.startswith("aten::") or profile.policy(op, "compile") != "native":
+        _refuse(LoweringError(f"{kind} graph: {op or 'an op'} failed to legalize to StableHLO: {result.summary}",
+                              op=op))
+        return  # collect-all mode: recorded, compilation goes on
+    repro = _reproducer(gm, op, kind)
+    where = f"\nreproducer: {repro}" if repro else ""
+    _refuse(LoweringToolError(f"{kind} graph: Torch-MLIR failed to lower {op}, which the profile marks native "
+                              f"(a lowering-tool finding, not a chip gap): {result.summary}{where}\n"
+                              f"full diagnostic:\n{result.message}", op=op, repro=repro))
+
+
+def _reproducer(gm: torch.fx.GraphModule, op: str, kind: str) -> str | None:
+    """Write the standalone reproducer of ``op`` under the repro folder, if one is set."""
+    folder = state.STATE.repro_dir
+    if not folder:
+        return None
+    try:
+        path = write_reproducer(lowering.prepare(gm), op, folder, where=f"{kind} graph")
+    except Exception as exc:  # noqa: BLE001 - a reproducer is a bonus; the verdict stands without it
+        state.note_compile_problem(f"reproducer for {op} not written: {type(exc).__name__}: {exc}"[:300])
+        return None
+    return str(path) if path else None
 
 
 def _refuse(exc: TrnsimError) -> None:
-    state.note_compile_problem(f"{exc.reason_kind.value}: {exc}")
+    # The record's reason keeps the whole message; its list of problems, the telling line.
+    state.note_compile_problem(f"{exc.reason_kind.value}: " + str(exc).split("\nfull diagnostic:")[0])
     state.refuse(exc)
 
 

@@ -33,12 +33,42 @@ def weight_norm_interface_backward(grad_w: torch.Tensor, saved_v: torch.Tensor, 
     return grad_v, grad_g
 
 
-def convolution_backward_1d(grad_output: torch.Tensor, inp: torch.Tensor, weight: torch.Tensor, bias_sizes: Any,
-                            stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
-                            output_padding: list[int], groups: int, output_mask: list[bool]) -> Any:
-    """A 1-d ``convolution_backward`` as the 2-d one over a unit height (how compilers
-    treat 1-d convolutions; Torch-MLIR lowers only the 2-d backward). Other ranks are left
-    to the op itself (``NotImplemented``)."""
+def convolution_backward(grad_output: torch.Tensor, inp: torch.Tensor, weight: torch.Tensor, bias_sizes: Any,
+                         stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
+                         output_padding: list[int], groups: int, output_mask: list[bool]) -> Any:
+    """``convolution_backward`` as forward convolutions, the way XLA-style compilers
+    express it (Torch-MLIR's own lowering of the op fails on 1-d convolutions and on
+    strides whose transposed shape needs output padding). Grouped or transposed
+    convolutions: as the 2-d op over a unit height when 1-d, else left to the op
+    (``NotImplemented``)."""
+    if transposed or groups != 1:
+        return _convolution_backward_as_2d(grad_output, inp, weight, bias_sizes, stride, padding, dilation,
+                                           transposed, output_padding, groups, output_mask)
+    spatial = range(2, inp.dim())
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        # Transposed convolution of the gradient; output padding restores the rows a
+        # strided convolution dropped.
+        extra = [inp.shape[d] - ((grad_output.shape[d] - 1) * stride[i] - 2 * padding[i] +
+                                 dilation[i] * (weight.shape[d] - 1) + 1) for i, d in enumerate(spatial)]
+        grad_input = aten.convolution.default(grad_output, weight, None, stride, padding, dilation, True, extra, 1)
+    if output_mask[1]:
+        # Correlate input and gradient over the batch: batch and channels swap roles,
+        # stride and dilation swap too; the result can overhang the kernel by < stride.
+        grad_weight = aten.convolution.default(inp.transpose(0, 1), grad_output.transpose(0, 1), None, dilation,
+                                               padding, stride, False, [0] * len(stride), 1).transpose(0, 1)
+        for d in spatial:
+            grad_weight = grad_weight.narrow(d, 0, weight.shape[d])
+    if output_mask[2]:
+        grad_bias = grad_output.sum(dim=[0, *spatial])
+    return grad_input, grad_weight, grad_bias
+
+
+def _convolution_backward_as_2d(grad_output: torch.Tensor, inp: torch.Tensor, weight: torch.Tensor,
+                                bias_sizes: Any, stride: list[int], padding: list[int], dilation: list[int],
+                                transposed: bool, output_padding: list[int], groups: int,
+                                output_mask: list[bool]) -> Any:
+    """A 1-d ``convolution_backward`` as the 2-d op over a unit height."""
     if inp.dim() != 3:
         return NotImplemented
     grads = aten.convolution_backward.default(
@@ -52,7 +82,7 @@ def convolution_backward_1d(grad_output: torch.Tensor, inp: torch.Tensor, weight
 # Backward ops with a host kernel but no decomposition in core ATen or Torch-MLIR.
 EXTRA: dict[Any, Callable[..., Any]] = {
     aten._weight_norm_interface_backward.default: weight_norm_interface_backward,
-    aten.convolution_backward.default: convolution_backward_1d,
+    aten.convolution_backward.default: convolution_backward,
 }
 
 

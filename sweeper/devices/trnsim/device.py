@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from sweeper.devices.base import Device, Recording
@@ -13,8 +14,10 @@ from sweeper.devices.base import Device, Recording
 class TrnsimDevice(Device):
     """``--device trnsim``: PrivateUse1 device over host memory, refusing per its profile.
 
-    Options: ``profile`` (a TOML path; None = ``configs/devices/trnsim.toml``) and
-    ``collect_all`` (record every refusal as a blocker and run on instead of raising).
+    Options: ``profile`` (a TOML path; None = ``configs/devices/trnsim.toml``),
+    ``collect_all`` (record every refusal as a blocker and run on instead of raising) and
+    ``out_dir`` (the sweep's folder: reproducers of lowering-tool failures go to its
+    ``repros/``).
     """
 
     name = "trnsim"
@@ -26,6 +29,8 @@ class TrnsimDevice(Device):
         self.profile_path: str | None = options.get("profile")
         self.collect_all = bool(options.get("collect_all", False))
         self._profile: Any = None
+        out_dir = options.get("out_dir")
+        self.repro_dir: str | None = str(Path(out_dir) / "repros") if out_dir else None
 
     @property
     def torch_device(self) -> str:
@@ -52,6 +57,10 @@ class TrnsimDevice(Device):
             self._profile = trnsim.load_profile(self.profile_path)
         trnsim.apply_profile(self._profile)
         compiler.register_backend()
+        if self.repro_dir:
+            from sweeper.devices.trnsim import state
+
+            state.set_repro_dir(self.repro_dir)
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[Recording]:

@@ -55,6 +55,18 @@ class LoweringError(TrnsimError):
     reason_kind = ReasonKind.COMPILE_ERROR
 
 
+class LoweringToolError(LoweringError):
+    """The lowering tool (Torch-MLIR) failed on an op the profile calls native: a toolchain
+    finding, not a gap of the chip. The message keeps the tool's full diagnostic; ``repro``
+    is the path of a standalone reproducer script, when one was written."""
+
+    reason_kind = ReasonKind.LOWERING_TOOL_ERROR
+
+    def __init__(self, message: str, *, op: str | None = None, repro: str | None = None) -> None:
+        super().__init__(message, op=op)
+        self.repro = repro
+
+
 class ProfileError(UsageError, ValueError):
     """A capability profile that cannot be loaded (bad TOML, unknown op, bad policy).
 

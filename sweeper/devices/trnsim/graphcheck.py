@@ -10,6 +10,7 @@ import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from sweeper.devices.trnsim import state
+from sweeper.devices.trnsim.canonical import is_non_op
 from sweeper.devices.trnsim.errors import (
     DynamicShapeError,
     UnsupportedDtypeError,
@@ -47,6 +48,8 @@ class _OpScan(TorchDispatchMode):
         from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
         out = func(*args, **(kwargs or {}))
+        if is_non_op(func):
+            return out  # size queries, asserts, placement: not ops to judge
         name = op_name(func)
         leaves = [x for x in pytree.tree_leaves(out) if isinstance(x, (torch.Tensor, torch.SymInt))]
         self.ops[name] = self.ops.get(name, False) or any(free_unbacked_symbols(x) for x in leaves)
@@ -72,7 +75,8 @@ def eager_ops(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[s
         with fake_mode, scan, torch.no_grad():
             torch.fx.Interpreter(gm).run(*inputs)
     except DynamicOutputShapeException as exc:
-        scan.ops[op_name(exc.func)] = True
+        if not is_non_op(exc.func):
+            scan.ops[op_name(exc.func)] = True
     except Exception as exc:  # noqa: BLE001 - a replay failure must not hide the graph: AOT checks it too
         state.note_compile_problem(f"pre-decomposition scan incomplete: {type(exc).__name__}: {exc}"[:300])
     return scan.ops
@@ -97,6 +101,8 @@ def refuse_data_dependent(ops: dict[str, bool], profile: Profile) -> None:
 def refuse_ops(ops: Iterable[str], profile: Profile) -> None:
     """Apply the compile policy to ops (refuse ``error``, note ``fallback``)."""
     for name in ops:
+        if is_non_op(name):
+            continue
         policy = profile.policy(name, "compile")
         if policy == "error":
             family = profile.families.get(name) or profile.families.get(name.split(".", 1)[0], "")
@@ -106,22 +112,31 @@ def refuse_ops(ops: Iterable[str], profile: Profile) -> None:
 
 
 def check_graph(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
-    """Check every node of an aten graph: output dtypes, op policy, data-dependent shapes."""
+    """Check every node of an aten graph: output dtypes, op policy, data-dependent shapes.
+
+    Non-op nodes (``sym_size.int``, asserts, ``device_put``) are never named as ops: a size
+    query of a data-dependent shape blames the op that made the shape, refused before it.
+    """
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
+    dynamic_refused = False
     for node in gm.graph.nodes:
         val = node.meta.get("val")
-        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-            name = op_name(node.target)
-            if not profile.allows("dynamic_shapes") and val is not None and free_unbacked_symbols(val):
-                _refuse(DynamicShapeError(f"{kind} graph: {name} has a data-dependent output shape",
-                                          op=name, feature="dynamic_shapes"))
+        is_op = node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+            not is_non_op(node.target)
+        name = op_name(node.target) if is_op else None
+        if not profile.allows("dynamic_shapes") and node.op == "call_function" and val is not None and \
+                free_unbacked_symbols(val) and (is_op or not dynamic_refused):
+            dynamic_refused = True
+            what = name or "a size that depends on tensor data"
+            _refuse(DynamicShapeError(f"{kind} graph: {what} has a data-dependent output shape",
+                                      op=name, feature="dynamic_shapes"))
+        if name is not None:
             refuse_ops([name], profile)
         for t in val if isinstance(val, (list, tuple)) else [val]:
             if isinstance(t, torch.Tensor) and t.dtype not in profile.dtypes:
-                name = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else node.name
-                _refuse(UnsupportedDtypeError(f"{kind} graph: {name} produces {t.dtype}, which trnsim lacks",
-                                              op=name if "::" in name else None, dtype=str(t.dtype)))
+                _refuse(UnsupportedDtypeError(f"{kind} graph: {name or node.name} produces {t.dtype}, which trnsim lacks",
+                                              op=name, dtype=str(t.dtype)))
 
 
 def _refuse(exc: Any) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sweeper.devices.trnsim.canonical import canonicalize
+from sweeper.devices.trnsim.canonical import canonicalize, is_non_op
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 
 _OP_IN_DIAG = re.compile(r"torch\.aten\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)")
@@ -24,12 +24,14 @@ _OP_IN_DIAG = re.compile(r"torch\.aten\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)")
 
 @dataclass(frozen=True)
 class LoweringResult:
-    """Outcome of one lowering: ``ok`` with the StableHLO text, or the failing op."""
+    """Outcome of one lowering: ``ok`` with the StableHLO text, or the failing op and the
+    tool's full diagnostic (``message``; ``summary`` is its telling line)."""
 
     ok: bool
     op: str | None = None
     message: str = ""
     stablehlo: str = ""
+    summary: str = ""
 
 
 def available() -> bool:
@@ -98,7 +100,7 @@ def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]
         module = stateless_fx_import(gm, output_type=OutputType.STABLEHLO, fx_importer=FxImporter(context=ctx),
                                      model_name=name)
     except Exception as exc:  # noqa: BLE001 - Torch-MLIR reports legalization failures as exceptions
-        return None, diagnostics or [str(exc)]
+        return None, diagnostics + [f"{type(exc).__name__}: {exc}"]
     return str(module), diagnostics
 
 
@@ -128,17 +130,22 @@ def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
     text, diags = _import_isolated(prepare(gm), name, TIMEOUT_S)
     if text is not None:
         return LoweringResult(True, stablehlo=text)
-    joined = "\n".join(diags)
+    joined = "\n".join(d.strip() for d in diags if d.strip())
     op = failing_op(joined) or blame(gm)
     first = next((d for d in diags if d.startswith("lowering aborted")), "") or \
         next((d for d in diags if "failed" in d or "error" in d.lower()), diags[0] if diags else "")
-    return LoweringResult(False, op=op, message=first.strip().splitlines()[0][:300] if first else "lowering failed")
+    summary = first.strip().splitlines()[0][:300] if first.strip() else "lowering failed"
+    return LoweringResult(False, op=op, message=joined or "lowering failed", summary=summary)
 
 
 def failing_op(text: str) -> str | None:
-    """The aten op named in Torch-MLIR diagnostics, as ``aten::name[.overload]``."""
-    hit = _OP_IN_DIAG.search(text)
-    return f"aten::{hit.group(1)}" if hit else None
+    """The aten op named in Torch-MLIR diagnostics, as ``aten::name[.overload]`` (never a
+    non-op such as an assert or a size query)."""
+    for hit in _OP_IN_DIAG.finditer(text):
+        name = f"aten::{hit.group(1)}"
+        if not is_non_op(name):
+            return name
+    return None
 
 
 def blame(gm: torch.fx.GraphModule) -> str | None:
@@ -146,7 +153,8 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
     to blame. ``None`` when every op lowers alone (the failure is in their combination)."""
     probes: dict[str, torch.fx.GraphModule] = {}
     for node in gm.graph.nodes:
-        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+                not is_non_op(node.target):
             name = op_name(node.target)
             single = None if name in probes else _single_node(node)
             if single is not None:

@@ -8,6 +8,7 @@ is open (``RECORDING`` is checked by the kernels before calling ``note_op``).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 from sweeper.devices.base import Recording
@@ -28,6 +29,9 @@ class _State:
         self.recordings: list[OpRecording] = []
         self.strict = False
         self.collect_all = False
+        # Where the compiler writes reproducers of lowering-tool failures (None: nowhere).
+        # The sweep sets it to OUT/repros; code using trnsim directly can set the env var.
+        self.repro_dir: str | None = os.environ.get("TRNSIM_REPRO_DIR") or None
 
     def get_profile(self) -> Profile:
         if self.profile is None:
@@ -105,6 +109,11 @@ def collect_all(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         STATE.collect_all = old
+
+
+def set_repro_dir(path: str | None) -> None:
+    """Write reproducers of lowering-tool failures under ``path`` (None: none)."""
+    STATE.repro_dir = path
 
 
 def use_profile(profile: Profile) -> None:

@@ -1,0 +1,178 @@
+"""Minimal reproducers of lowering-tool failures, as material for upstream bug reports.
+
+For an op Torch-MLIR fails to lower, ``write_reproducer`` takes the first node of that op
+in the (prepared) graph and writes ``<dir>/<op>.py``: a standalone script that rebuilds the
+node alone as a tiny FX graph (same argument shapes, dtypes and constants) and imports it
+to StableHLO with Torch-MLIR, exiting 1 with the diagnostic when the failure reproduces.
+Beside it, ``<op>.mlir`` holds the node's torch-dialect MLIR (the input of the failing
+pipeline), when Torch-MLIR can import it at all.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sweeper.devices.trnsim.isolate import Overrun, run_isolated
+from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name
+
+_TEMPLATE = '''"""Torch-MLIR fails to lower {op} to StableHLO.
+
+Found by the sweeper's trnsim compile stage ({where}); torch {torch_version}.
+The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
+Run: python {filename}  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+"""
+
+import operator
+import sys
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+OP = {target}
+# Tensor arguments (shape, dtype), in order: P[0], P[1], ...
+INPUTS = {inputs}
+
+
+def build() -> torch.fx.GraphModule:
+    """The op as a one-node FX graph, with the ``meta["val"]`` Torch-MLIR's importer reads."""
+    graph = torch.fx.Graph()
+    mode = FakeTensorMode()
+    with mode:
+        fakes = [torch.empty(shape, dtype=dtype) for shape, dtype in INPUTS]
+    P = []
+    for i, fake in enumerate(fakes):
+        P.append(graph.placeholder(f"in{{i}}"))
+        P[-1].meta["val"] = fake
+    args = {args}
+    kwargs = {kwargs}
+    node = graph.call_function(OP, args, kwargs)
+    to_fake = dict(zip(P, fakes))
+    with mode:
+        val = OP(*torch.fx.node.map_arg(args, to_fake.get), **torch.fx.node.map_arg(kwargs, to_fake.get))
+    node.meta["val"] = val
+    if isinstance(val, torch.Tensor):
+        graph.output((node,))
+    else:
+        outs = []
+        for i, item in enumerate(val):
+            if isinstance(item, torch.Tensor):
+                outs.append(graph.call_function(operator.getitem, (node, i)))
+                outs[-1].meta["val"] = item
+        graph.output(tuple(outs))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def main() -> int:
+    from torch_mlir import ir
+    from torch_mlir.compiler_utils import OutputType
+    from torch_mlir.dialects import torch as torch_d
+    from torch_mlir.extras.fx_importer import FxImporter
+    from torch_mlir.fx import stateless_fx_import
+
+    ctx = ir.Context()
+    torch_d.register_dialect(ctx)
+    diagnostics = []
+    ctx.attach_diagnostic_handler(lambda diag: diagnostics.append(str(diag)) or True)
+    try:
+        module = stateless_fx_import(build(), output_type=OutputType.STABLEHLO,
+                                     fx_importer=FxImporter(context=ctx), model_name="repro")
+    except Exception as exc:  # the failure this file reproduces
+        print("\\n".join(diagnostics + [f"{{type(exc).__name__}}: {{exc}}"]), file=sys.stderr)
+        return 1
+    print(module)
+    print("lowered to StableHLO: the failure does not reproduce", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+class _NotWritable(Exception):
+    """An argument a script cannot spell (a symbolic size, an opaque object)."""
+
+
+def _literal(value: Any, inputs: list[torch.fx.Node]) -> str:
+    """Python source for one node argument; graph inputs become ``P[i]``."""
+    if isinstance(value, torch.fx.Node):
+        return f"P[{inputs.index(value)}]"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(_literal(v, inputs) for v in value)
+        return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
+        return repr(value)  # torch.float32, torch.strided, torch.contiguous_format
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
+    raise _NotWritable(type(value).__name__)
+
+
+def script_for(node: torch.fx.Node, *, where: str, filename: str) -> str | None:
+    """The reproducer's source for ``node`` (an OpOverload call), or None when an argument
+    cannot be written down (symbolic sizes)."""
+    inputs = list(node.all_input_nodes)
+    specs = []
+    for arg in inputs:
+        val = arg.meta.get("val")
+        if not isinstance(val, torch.Tensor) or not all(isinstance(s, int) for s in val.shape):
+            return None
+        specs.append((tuple(int(s) for s in val.shape), val.dtype))
+    try:
+        args = _literal(tuple(node.args), inputs)
+        kwargs = "{" + ", ".join(f"{k!r}: {_literal(v, inputs)}" for k, v in node.kwargs.items()) + "}"
+    except _NotWritable:
+        return None
+    target = f"torch.ops.{node.target.namespace}.{node.target._opname}.{node.target._overloadname}"
+    return _TEMPLATE.format(op=op_name(node.target), where=where, torch_version=torch.__version__, filename=filename,
+                            target=target, inputs=_literal(specs, []), args=args, kwargs=kwargs)
+
+
+def _check(source: str) -> tuple[bool, str]:
+    """Run the script's graph through Torch-MLIR here (in a child): whether it fails to
+    lower, and the node's torch-dialect MLIR ('' when not importable)."""
+    from torch_mlir.compiler_utils import OutputType
+    from torch_mlir.fx import stateless_fx_import
+
+    from sweeper.devices.trnsim.lowering import _import
+
+    namespace: dict[str, Any] = {"__name__": "trnsim_repro"}
+    exec(compile(source, "<reproducer>", "exec"), namespace)  # noqa: S102 - our own generated source
+    fails = _import(namespace["build"](), "repro")[0] is None
+    try:
+        mlir = str(stateless_fx_import(namespace["build"](), output_type=OutputType.RAW, model_name="repro"))
+    except Exception:  # noqa: BLE001 - no MLIR to show is an answer too
+        mlir = ""
+    return fails, mlir
+
+
+def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *, where: str) -> Path | None:
+    """Write ``<directory>/<op>.py`` (and ``.mlir``) for the first ``op`` node of ``gm``;
+    the script's path, or None when no node of ``op`` can be written down or the op alone
+    lowers (the failure needs its context, which a one-node script cannot show)."""
+    node = next((n for n in gm.graph.nodes if n.op == "call_function" and
+                 isinstance(n.target, torch._ops.OpOverload) and op_name(n.target) == op), None)
+    stem = op.split("::", 1)[1] if op.startswith("aten::") else op.replace("::", ".")
+    source = script_for(node, where=where, filename=f"{stem}.py") if node is not None else None
+    if source is None:
+        return None
+    try:
+        fails, mlir = run_isolated(lambda: _check(source), timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+    except Overrun:
+        fails, mlir = True, ""  # the tool ran away on the op alone: that reproduces too
+    if not fails:
+        return None
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.py"
+    path.write_text(source)
+    if mlir:
+        (folder / f"{stem}.mlir").write_text(mlir)
+    return path
