@@ -37,31 +37,45 @@ def convolution_backward(grad_output: torch.Tensor, inp: torch.Tensor, weight: t
                          stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
                          output_padding: list[int], groups: int, output_mask: list[bool]) -> Any:
     """``convolution_backward`` as forward convolutions, the way XLA-style compilers
-    express it (Torch-MLIR's own lowering of the op fails on 1-d convolutions and on
-    strides whose transposed shape needs output padding). Grouped or transposed
-    convolutions: as the 2-d op over a unit height when 1-d, else left to the op
-    (``NotImplemented``)."""
-    if transposed or groups != 1:
+    express it (Torch-MLIR's own lowering of the op fails on 1-d convolutions, on strides
+    whose transposed shape needs output padding, and on groups). A transposed convolution's
+    backward: as the 2-d op over a unit height when 1-d, else left to the op."""
+    if transposed:
         return _convolution_backward_as_2d(grad_output, inp, weight, bias_sizes, stride, padding, dilation,
                                            transposed, output_padding, groups, output_mask)
-    spatial = range(2, inp.dim())
+    spatial = list(range(2, inp.dim()))
     grad_input = grad_weight = grad_bias = None
     if output_mask[0]:
         # Transposed convolution of the gradient; output padding restores the rows a
         # strided convolution dropped.
         extra = [inp.shape[d] - ((grad_output.shape[d] - 1) * stride[i] - 2 * padding[i] +
                                  dilation[i] * (weight.shape[d] - 1) + 1) for i, d in enumerate(spatial)]
-        grad_input = aten.convolution.default(grad_output, weight, None, stride, padding, dilation, True, extra, 1)
+        grad_input = aten.convolution.default(grad_output, weight, None, stride, padding, dilation, True, extra,
+                                              groups)
     if output_mask[1]:
-        # Correlate input and gradient over the batch: batch and channels swap roles,
-        # stride and dilation swap too; the result can overhang the kernel by < stride.
-        grad_weight = aten.convolution.default(inp.transpose(0, 1), grad_output.transpose(0, 1), None, dilation,
-                                               padding, stride, False, [0] * len(stride), 1).transpose(0, 1)
-        for d in spatial:
-            grad_weight = grad_weight.narrow(d, 0, weight.shape[d])
+        grad_weight = _weight_gradient(grad_output, inp, weight, stride, padding, dilation, groups)
     if output_mask[2]:
         grad_bias = grad_output.sum(dim=[0, *spatial])
     return grad_input, grad_weight, grad_bias
+
+
+def _weight_gradient(grad_output: torch.Tensor, inp: torch.Tensor, weight: torch.Tensor, stride: list[int],
+                     padding: list[int], dilation: list[int], groups: int) -> torch.Tensor:
+    """Correlate input and gradient over the batch: batch and channels swap roles (per
+    group), stride and dilation swap too; the result can overhang the kernel by < stride."""
+    n, g = inp.shape[0], groups
+    c_in, c_out = inp.shape[1] // g, grad_output.shape[1] // g
+    rest_in, rest_out = list(inp.shape[2:]), list(grad_output.shape[2:])
+    order = [2, 1, 0, *range(3, inp.dim() + 1)]
+    # (N, G*Ci, ...) -> (Ci, G*N, ...) and (N, G*Co, ...) -> (G*Co, N, ...)
+    lhs = inp.reshape(n, g, c_in, *rest_in).permute(order).reshape(c_in, g * n, *rest_in)
+    rhs = grad_output.reshape(n, g, c_out, *rest_out).permute([1, 2, 0, *range(3, inp.dim() + 1)])
+    rhs = rhs.reshape(g * c_out, n, *rest_out)
+    grad = aten.convolution.default(lhs, rhs, None, dilation, padding, stride, False, [0] * len(stride), g)
+    grad = grad.transpose(0, 1)  # (G*Co, Ci, ...)
+    for d in range(2, inp.dim()):
+        grad = grad.narrow(d, 0, weight.shape[d])
+    return grad
 
 
 def _convolution_backward_as_2d(grad_output: torch.Tensor, inp: torch.Tensor, weight: torch.Tensor,
