@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -15,6 +16,18 @@ def run_compiled(fn: Callable[..., torch.Tensor], *args: Any, backward: bool = T
     if backward and out.requires_grad:
         out.float().sum().backward()
     return out
+
+
+def profile_without_parameter_identity(folder: Path) -> Path:
+    """The default profile, modelling a backend without the ``_has_compatible_shallow_copy_type``
+    override (``keeps_parameter_identity = false``), written under ``folder``."""
+    from sweeper.devices.trnsim.profile import DEFAULT_PROFILE
+
+    text = DEFAULT_PROFILE.read_text()
+    assert "keeps_parameter_identity = true" in text
+    path = folder / "trnsim-no-identity.toml"
+    path.write_text(text.replace("keeps_parameter_identity = true", "keeps_parameter_identity = false"))
+    return path
 
 
 def root_cause(exc: BaseException) -> BaseException:
