@@ -1,0 +1,33 @@
+"""The zoo on trnsim with the default profile and tiny weights: the common architectures
+pass every stage (load, to_device, forward, backward, compile); models that need what the
+chip lacks fail naming the declared op or dtype. Two run by default, the rest with -m slow."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.records import ReasonKind, Status
+
+check = pytest.importorskip("sweeper.check")
+resolve = pytest.importorskip("sweeper.resolve")
+
+PASSING = ["bert", "gpt2", "t5", "roberta", "distilbert", "llama", "qwen2", "mistral", "vit", "whisper"]
+DEFAULT_SUITE = {"gpt2", "llama"}  # tied weights; RoPE's slice_scatter backward
+
+
+def _record(model: str, out: str):
+    from sweeper.config import build_config
+
+    cfg = build_config({"device": "trnsim", "executor": "inline", "out": out})
+    return check.check_model(resolve.resolve_model(model, cfg), cfg)
+
+
+@pytest.mark.parametrize("model", [m if m in DEFAULT_SUITE else pytest.param(m, marks=pytest.mark.slow)
+                                   for m in PASSING])
+def test_common_architectures_pass_every_stage(trnsim, tmp_path, model):
+    record = _record(model, str(tmp_path))
+    assert record.status is Status.PASS, record.reason
+    assert {name: r.status for name, r in record.stages.items()} == {
+        name: Status.PASS for name in ("load", "to_device", "forward", "backward", "compile")}
+    assert record.compile_problems == []
+    assert not (tmp_path / "repros").exists()
