@@ -31,3 +31,22 @@ def test_common_architectures_pass_every_stage(trnsim, tmp_path, model):
         name: Status.PASS for name in ("load", "to_device", "forward", "backward", "compile")}
     assert record.compile_problems == []
     assert not (tmp_path / "repros").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, kind, op, stage", [
+    ("depth_anything", ReasonKind.UNSUPPORTED_OP, "aten::upsample_bilinear2d", "compile"),  # bilinear upsampling
+    ("deepseek_v3", ReasonKind.UNSUPPORTED_OP, "aten::histc", "compile"),  # MoE routing by histogram
+])
+def test_models_needing_a_declared_gap_fail_naming_the_op(trnsim, tmp_path, model, kind, op, stage):
+    record = _record(model, str(tmp_path))
+    assert (record.reason.kind, record.reason.op) == (kind, op), record.reason
+    assert record.stages[stage].status is Status.FAIL
+
+
+@pytest.mark.slow
+def test_complex_fft_fails_naming_the_dtype(trnsim, tmp_path):
+    record = _record("fnet", str(tmp_path))
+    assert record.reason.kind is ReasonKind.UNSUPPORTED_DTYPE
+    assert "complex64" in record.reason.message
+    assert record.stages["forward"].status is Status.FAIL
