@@ -23,6 +23,9 @@ _OP_PATTERNS = (
     re.compile(r"(?P<op>aten::\w+(?:\.\w+)?)\b.*not (?:currently )?(?:implemented|supported)"),
     re.compile(r"failed to legalize operation '(?P<op>[\w.]+)'"),
 )
+# MLIR constructs that are graph plumbing, not ops (asserts, constants, the opaque op
+# wrapper): a diagnostic naming one blames no op.
+_MLIR_PLUMBING = re.compile(r"^torch\.(?:runtime|constant|prim|operator)\b")
 _DTYPE = re.compile(r"not implemented for '(?P<dtype>\w+)'|unsupported (?:scalar |d)type|does not support (?:the )?dtype", re.I)
 _DYNAMIC = re.compile(r"data[- ]dependent|GuardOnDataDependentSymNode|dynamic shape|unbacked symint", re.I)
 _OOM = re.compile(r"out of memory|DefaultCPUAllocator: can't allocate memory|Cannot allocate memory", re.I)
@@ -140,6 +143,7 @@ def classify(exc: BaseException, *, stage: Stage | str | None = None) -> Reason:
             if kind is ReasonKind.UNSUPPORTED_OP and op and not op.startswith("aten::") and "::" not in op:
                 # An MLIR op name (stablehlo/torch dialect): a lowering failure.
                 kind = ReasonKind.COMPILE_ERROR
+                op = None if _MLIR_PLUMBING.match(op) else op
             return Reason(kind=kind, op=op, message=_message(candidate), exc_type=type(candidate).__name__)
     stage_name = stage.value if isinstance(stage, Stage) else stage
     if stage_name == Stage.COMPILE.value:

@@ -52,3 +52,23 @@ def test_unrecognised_error_stays_visible():
     assert reason.kind in (ReasonKind.UNKNOWN, ReasonKind.HARNESS, ReasonKind.MODEL_ERROR)
     assert reason.exc_type == "ValueError"
     assert "something odd" in reason.message
+
+
+def test_mlir_plumbing_in_a_diagnostic_names_no_op():
+    assert_fail = RuntimeError("failed to legalize operation 'torch.runtime.assert' that was explicitly marked illegal")
+    reason = classify(assert_fail, stage="compile")
+    assert (reason.kind, reason.op) == (ReasonKind.COMPILE_ERROR, None)
+    gather = classify(RuntimeError("failed to legalize operation 'stablehlo.gather'"), stage="compile")
+    assert (gather.kind, gather.op) == (ReasonKind.COMPILE_ERROR, "stablehlo.gather")
+
+
+def test_a_lowering_tool_error_keeps_its_whole_diagnostic():
+    from sweeper.errors import SweeperError
+
+    class ToolError(SweeperError):
+        reason_kind = ReasonKind.LOWERING_TOOL_ERROR
+
+    diagnostic = "\n".join(f"line {i}: " + "x" * 80 for i in range(40))
+    reason = classify(ToolError(diagnostic, op="aten::erfinv"), stage="compile")
+    assert (reason.kind, reason.op) == (ReasonKind.LOWERING_TOOL_ERROR, "aten::erfinv")
+    assert diagnostic in reason.message
