@@ -9,7 +9,6 @@ import pytest
 import torch
 from trnsim_helpers import root_cause, tiny_model
 
-
 MODELS = ["bert", "gpt2", "vit", "t5", "whisper", "wav2vec2"]
 
 

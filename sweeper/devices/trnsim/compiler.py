@@ -31,8 +31,6 @@ import torch
 
 from sweeper.devices.trnsim import lowering, state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
-from sweeper.devices.trnsim.profile import Profile
-from sweeper.devices.trnsim.reproducer import write_reproducer
 from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, LoweringToolError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
     check_graph,
@@ -41,6 +39,8 @@ from sweeper.devices.trnsim.graphcheck import (
     refuse_ops,
     symbolic_inputs,
 )
+from sweeper.devices.trnsim.profile import Profile
+from sweeper.devices.trnsim.reproducer import write_reproducer
 
 _REGISTERED: dict[str, bool] = {}
 # StableHLO of the graphs lowered so far, as (graph kind, module text): what the chip's
