@@ -18,12 +18,15 @@ import torch
 from sweeper import stages
 from sweeper.classify import classify
 from sweeper.devices.base import get_device
-from sweeper.records import ModelRecord, Origin, Reason, Stage, Status
+from sweeper.records import ModelRecord, Origin, Reason, ReasonKind, Stage, Status
 
 # Stages a control can rerun: load already ran on the CPU, and moving to the CPU is no test.
 CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE)
 # Origins a control can overturn: a failure already ours or the environment's stays so.
 DISPUTABLE = frozenset({Origin.DEVICE, Origin.LOWERING_TOOL, Origin.MODEL})
+# Failures nobody recognised (raised in model code, or by whatever sweeper called): the control
+# says whose they are, the device's when the CPU passes.
+UNPLACED = frozenset({ReasonKind.MODEL_ERROR, ReasonKind.UNKNOWN, ReasonKind.HARNESS})
 CONTROL_BACKEND = "aot_eager"
 SEED = 0
 
@@ -33,9 +36,13 @@ def needs_control(record: ModelRecord, device_name: str) -> Stage | None:
     if device_name == "cpu":
         return None  # the device is the CPU: a control would be the same run
     for stage in CONTROLLED:
-        if any(b.stage == stage.value and b.origin in DISPUTABLE for b in record.blockers):
+        if any(b.stage == stage.value and _disputable(b) for b in record.blockers):
             return stage
     return None
+
+
+def _disputable(reason: Reason) -> bool:
+    return reason.origin in DISPUTABLE or reason.kind in UNPLACED
 
 
 def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
@@ -63,22 +70,27 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
 
 
 def attribute(record: ModelRecord, control: dict[str, Any], *, upstream_fails: bool) -> None:
-    """Re-attribute the blockers the control disproves: those of the stage the control
-    failed and of the stages after it (they ran on a model that cannot run anyway)."""
-    if control["status"] != Status.FAIL.value:
-        return
+    """Re-attribute blockers by the control's verdict. Failed on the CPU too: the blockers
+    of that stage and later ones (they ran on a model that cannot run anyway) are the
+    model's or ours. Passed on the CPU: an unplaced failure of that stage is the device's."""
     order = [s.value for s in Stage]
-    failed_at = order.index(control["stage"])
-    origin = Origin.MODEL if upstream_fails else Origin.HARNESS
-    record.blockers = [
-        dataclasses.replace(b, origin=origin)
-        if b.origin in DISPUTABLE and b.stage in order and order.index(b.stage) >= failed_at
-        else b
-        for b in record.blockers
-    ]
+    at = order.index(control["stage"])
+    if control["status"] == Status.FAIL.value:
+        origin = Origin.MODEL if upstream_fails else Origin.HARNESS
+
+        def judged(b: Reason) -> Reason:
+            late = b.stage in order and order.index(b.stage) >= at
+            return dataclasses.replace(b, origin=origin) if late and _disputable(b) else b
+    elif control["status"] == Status.PASS.value:
+
+        def judged(b: Reason) -> Reason:
+            return dataclasses.replace(b, origin=Origin.DEVICE) if b.stage == control["stage"] and b.kind in UNPLACED else b
+    else:
+        return
+    record.blockers = [judged(b) for b in record.blockers]
     for name, result in record.stages.items():
-        if result.reason is not None and result.reason.origin in DISPUTABLE and name in order[failed_at:]:
-            record.stages[name] = dataclasses.replace(result, reason=dataclasses.replace(result.reason, origin=origin))
+        if result.reason is not None:
+            record.stages[name] = dataclasses.replace(result, reason=judged(result.reason))
 
 
 def on_host(reason: Reason, *, upstream_fails: bool) -> Reason:
