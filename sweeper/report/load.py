@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.errors import UsageError
-from sweeper.records import STAGE_ORDER, Origin, Status, kind_info
+from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, Origin, Status, kind_info
 from sweeper.report.meta import read_meta
 
 RECORDS_FILE = "records.jsonl"
@@ -37,7 +37,7 @@ CATEGORIES: dict[str, str] = {
     "skip": "skip",
 }
 TRIED = ("pass", "device")  # the device pass rate's denominator
-_PRECEDENCE = ("device", "lowering_tool", "harness", "model", "environment")
+_PRECEDENCE = tuple(o.value for o in ORIGIN_PRECEDENCE)
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
