@@ -179,3 +179,15 @@ def test_a_lowering_failure_of_an_op_the_profile_refuses_stays_a_compile_error(t
         trnsim.apply_profile(base)
     cause = root_cause(info.value)
     assert (cause.reason_kind, cause.op) == (ReasonKind.COMPILE_ERROR, "aten::erfinv")
+
+
+def test_the_sweep_folder_reaches_the_compiler(trnsim, tmp_path):
+    from sweeper.devices.base import get_device
+    from sweeper.devices.trnsim import state
+
+    device = get_device("trnsim", profile=None, collect_all=False, out_dir=str(tmp_path))
+    try:
+        device.setup()
+        assert state.STATE.repro_dir == str(tmp_path / "repros")
+    finally:
+        state.set_repro_dir(None)
