@@ -36,10 +36,14 @@ def weight_norm_interface_backward(grad_w: torch.Tensor, saved_v: torch.Tensor, 
 def convolution_backward(grad_output: torch.Tensor, inp: torch.Tensor, weight: torch.Tensor, bias_sizes: Any,
                          stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
                          output_padding: list[int], groups: int, output_mask: list[bool]) -> Any:
-    """``convolution_backward`` as forward convolutions, the way XLA-style compilers
-    express it (Torch-MLIR's own lowering of the op fails on 1-d convolutions, on strides
-    whose transposed shape needs output padding, and on groups). A transposed convolution's
-    backward: as the 2-d op over a unit height when 1-d, else left to the op."""
+    """A 1-d ``convolution_backward`` as forward convolutions, the way XLA-style compilers
+    express it (Torch-MLIR's own lowering of the op fails on 1-d convolutions, and on their
+    2-d form when a stride needs output padding or there are groups). A 1-d transposed
+    convolution's backward: as the 2-d op over a unit height. Other ranks are left to the
+    op (``NotImplemented``): Torch-MLIR lowers the 2-d backward itself, and decomposing it
+    inside AOT's joint trace aborted the process on EfficientNet (not understood yet)."""
+    if inp.dim() != 3:
+        return NotImplemented
     if transposed:
         return _convolution_backward_as_2d(grad_output, inp, weight, bias_sizes, stride, padding, dilation,
                                            transposed, output_padding, groups, output_mask)
