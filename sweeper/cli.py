@@ -87,6 +87,10 @@ def sweep(
     max_in_flight: Annotated[int | None, typer.Option("--max-in-flight", help="Ray: models submitted ahead of the finished ones.")] = None,
     memory_limit_mb: Annotated[int | None, typer.Option("--memory-limit-mb", help="A model whose worker grows past this is an oom record.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
+    hub_rpm: Annotated[float | None, typer.Option("--hub-rpm", help="Hub requests per minute for this node, all workers together.")] = None,
+    hub_tries: Annotated[int | None, typer.Option("--hub-tries", help="Tries per Hub request on 429/5xx/connection resets.")] = None,
+    max_params: Annotated[int | None, typer.Option("--max-params", help="Pretrained: skip models with more parameters (default: what memory holds).")] = None,
+    max_download_gb: Annotated[float | None, typer.Option("--max-download-gb", help="Pretrained: skip larger weight downloads (default: free disk).")] = None,
     config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
@@ -104,7 +108,8 @@ def sweep(
               trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
-              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb),
+              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, hub_rpm=hub_rpm, hub_tries=hub_tries,
+              max_params=max_params, max_download_gb=max_download_gb),
         config_file=config,
     )
     if catalog and not source:

@@ -62,6 +62,7 @@ class ReasonKind(str, Enum):
     UNSUPPORTED_LIBRARY = "unsupported_library"
     MISSING_DEPENDENCY = "missing_dependency"
     DOWNLOAD = "download"
+    TOO_LARGE = "too_large"
     INPUT_SYNTHESIS = "input_synthesis"
     CONFIG_ERROR = "config_error"
     MODEL_ERROR = "model_error"
@@ -78,6 +79,7 @@ ENVIRONMENT_KINDS: frozenset[ReasonKind] = frozenset(
         ReasonKind.UNSUPPORTED_LIBRARY,
         ReasonKind.REMOTE_CODE,
         ReasonKind.DOWNLOAD,
+        ReasonKind.TOO_LARGE,
         ReasonKind.MISSING_DEPENDENCY,
         ReasonKind.CONFIG_ERROR,
     }

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from hub_faults import FaultPlan
+
 Handler = Callable[["Request", "re.Match[str]"], None]
 # Files served through the large-file (LFS) path: a redirect plus X-Linked-* headers.
 LFS_SUFFIXES = (".safetensors", ".bin", ".parquet", ".pt", ".h5")
@@ -122,9 +124,9 @@ class Request:
     def send_json(self, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
         self.send(status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})
 
-    def error(self, status: int, code: str, message: str) -> None:
+    def error(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         """An error the way the Hub sends it: X-Error-Code/X-Error-Message and a JSON body."""
-        headers = {"X-Error-Code": code, "X-Error-Message": message}
+        headers = {"X-Error-Code": code, "X-Error-Message": message, **(headers or {})}
         self.send_json({"error": message}, status=status, headers=headers)
 
 
@@ -139,6 +141,7 @@ class HubServer:
         self.auth_seen: list[str] = []  # Authorization headers received, to check tokens are sent
         self.lfs_objects: dict[str, bytes] = {}  # uploaded large files by sha256, until committed
         self.lock = threading.Lock()
+        self.faults = FaultPlan()  # misbehaviour applied before the routes (hub_faults.py)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         from hub_routes import add_read_routes
@@ -232,7 +235,8 @@ def _make_handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
         def _any(self) -> None:
             request = Request(self, server)
             try:
-                server.dispatch(request)
+                if not server.faults.apply(request):
+                    server.dispatch(request)
             except Exception as exc:  # noqa: BLE001 - a bug in a route must show up as a 500, not a hang
                 request.error(500, "ServerError", f"{type(exc).__name__}: {exc}")
 
