@@ -21,6 +21,7 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
+from sweeper.hub_http import install
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
 from sweeper.sources.base import get_source, select
@@ -52,6 +53,7 @@ def plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, An
     ok, why = device.available()
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
+    install(cfg)  # before the first Hub request: the listing is rate limited and retried
     source = get_source(cfg)
     seen: set[str] = set()
     refs: list[ModelRef] = []
