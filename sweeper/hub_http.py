@@ -106,7 +106,7 @@ class RetryingTransport(_transport_base()):  # type: ignore[misc]
         policy: RetryPolicy,
         limiter: NodeRateLimiter | None,
         *,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         rand: Callable[[], float] = random.random,
         stats: HubStats = STATS,
     ) -> None:
@@ -152,10 +152,15 @@ class RetryingTransport(_transport_base()):  # type: ignore[misc]
             self.limiter.pause(delay)  # the Hub asked the whole node to wait
         self.stats.retries += 1
         self.stats.backoff_s += delay
-        self.sleep(delay)
+        (self.sleep or _sleep)(delay)
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _sleep(seconds: float) -> None:
+    """The backoff's sleep (looked up at call time, so tests can count it)."""
+    time.sleep(seconds)
 
 
 def _gave_up(request: httpx2.Request, tries: int, last: str) -> str:

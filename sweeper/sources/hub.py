@@ -178,19 +178,26 @@ class HubSource:
         self.resumed = len(rows)
         refs = [ref_from_row(row) for row in rows]
         yield from refs
-        if next_url is not None or not rows:
-            url, query = (next_url, None) if next_url else (f"{endpoint()}/api/models", params)
-            for page in _pages(url, query, listed=len(refs)):
-                fresh = [_to_ref(item, rank) for rank, item in enumerate(page.items, start=len(refs) + 1)]
-                fresh = fresh[: max(0, self.limit - len(refs))]
-                done = page.next_url is None or len(refs) + len(fresh) >= self.limit
-                if journal is not None:
-                    journal.append([snapshot_row(ref) for ref in fresh], None if done else page.next_url)
-                refs.extend(fresh)
-                yield from fresh
-                if done:
-                    break
-        self._seconds = time.monotonic() - start
+        if next_url is None and rows:  # a journal without a cursor: nothing more to list
+            return
+        url, query = (next_url, None) if next_url else (f"{endpoint()}/api/models", params)
+        for page in _pages(url, query, listed=len(refs)):
+            fresh = [_to_ref(item, rank) for rank, item in enumerate(page.items, start=len(refs) + 1)]
+            fresh = fresh[: max(0, self.limit - len(refs))]
+            done = page.next_url is None or len(refs) + len(fresh) >= self.limit
+            if journal is not None:
+                journal.append([snapshot_row(ref) for ref in fresh], None if done else page.next_url)
+            refs.extend(fresh)
+            if done:
+                # Before the last refs go out: a consumer that stops at --top never resumes us.
+                self._finish(refs, journal, time.monotonic() - start)
+            yield from fresh
+            if done:
+                return
+
+    def _finish(self, refs: list[ModelRef], journal: ListingJournal | None, seconds: float) -> None:
+        """The listing is whole: keep it, and make it the day's snapshot."""
+        self._seconds = seconds
         self._refs = refs
         if journal is not None and refs:
             self._snapshot = journal.finish()
