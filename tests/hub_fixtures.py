@@ -76,6 +76,16 @@ def save_tiny_bert(folder: Path, **config_overrides: Any) -> Path:
     return folder
 
 
+def add_huge_repo(server: HubServer, bert_folder: Path, repo_id: str = "org/huge", **meta: Any) -> None:
+    """A sharded repo whose index and file sizes declare 140 GB (served as placeholders)."""
+    shards = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    index = {"metadata": {"total_size": 140_000_000_000}, "weight_map": {"a.weight": shards[0], "b.weight": shards[1]}}
+    files = {"config.json": (bert_folder / "config.json").read_bytes(),
+             "model.safetensors.index.json": json.dumps(index).encode(), **{s: b"placeholder" for s in shards}}
+    server.add_repo(repo_id, files, declared_sizes=dict.fromkeys(shards, 70_000_000_000),
+                    safetensors={"parameters": {"BF16": 70_000_000_000}, "total": 70_000_000_000}, **meta)
+
+
 @contextlib.contextmanager
 def serve_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, page_size: int = 3) -> Iterator[HubServer]:
     """Start a ``HubServer`` and point the client at it until the block ends."""
