@@ -3,8 +3,9 @@
 ``fetch_config`` serves ``--weights random`` / ``tiny`` when a Hub config is wanted;
 ``load_pretrained`` serves ``--weights pretrained``. Weights are loaded from safetensors
 only (pickled ``.bin`` checkpoints can run code when loaded), config and weights come from
-one pinned commit, and repos whose config names remote code (``auto_map``) are refused
-unless the sweep trusts remote code.
+one pinned commit, repos whose config names remote code (``auto_map``) are refused
+unless the sweep trusts remote code, and weights over the size limits (``sizes``) are
+refused before they are downloaded.
 
 Failures keep the types ``classify`` reads: huggingface_hub's own errors pass through
 unwrapped (``GatedRepoError``, ``RepositoryNotFoundError``, ``RevisionNotFoundError``,

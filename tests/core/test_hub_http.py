@@ -137,3 +137,30 @@ def test_connection_resets_are_retried_but_uploads_are_not() -> None:
     transport, seen = _transport([httpx2.ReadError("reset")] * 5, sleeps, tries=2)
     with httpx2.Client(transport=transport) as client, pytest.raises(HubRetriesExhausted, match="connection reset"):
         client.get("http://hub.example/x")
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        ({"hub_rpm": 0}, "--hub-rpm must be a positive number"),
+        ({"hub_tries": 0}, "--hub-tries must be 1 or more"),
+        ({"max_params": -5}, "--max-params must be a positive number"),
+        ({"max_download_gb": 0}, "--max-download-gb must be positive"),
+    ],
+)
+def test_bad_hub_flags_are_usage_errors(flags: dict, fragment: str) -> None:
+    from sweeper.config import build_config
+    from sweeper.errors import UsageError
+
+    with pytest.raises(UsageError, match=fragment):
+        build_config(flags)
+
+
+def test_bad_hub_flag_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from sweeper.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--source", "zoo", "--top", "1", "--hub-rpm", "-1", "--out", str(tmp_path / "run")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sweep: error: --hub-rpm") and "\n" not in err and not (tmp_path / "run").exists()
