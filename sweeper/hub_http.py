@@ -23,12 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import httpx2  # the HTTP client huggingface_hub is built on
+
 from sweeper.errors import SweeperError
 from sweeper.records import ReasonKind
 
 if TYPE_CHECKING:
-    import httpx2
-
     from sweeper.config import SweepConfig
     from sweeper.hub_rate import NodeRateLimiter
 
@@ -91,13 +91,7 @@ class HubStats:
 STATS = HubStats()
 
 
-def _transport_base() -> type:
-    import httpx2
-
-    return httpx2.BaseTransport
-
-
-class RetryingTransport(_transport_base()):  # type: ignore[misc]
+class RetryingTransport(httpx2.BaseTransport):
     """Wraps a transport: rate limit every request, retry the transient failures."""
 
     def __init__(
@@ -118,8 +112,6 @@ class RetryingTransport(_transport_base()):  # type: ignore[misc]
         self.stats = stats
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        import httpx2
-
         retryable = request.method.upper() in RETRY_METHODS
         tries = self.policy.tries if retryable else 1
         for attempt in range(1, tries + 1):
