@@ -24,6 +24,7 @@ from transformers import AutoModelForMaskedLM, BertForMaskedLM
 from sweeper.classify import classify
 from sweeper.config import SweepConfig
 from sweeper.errors import ConfigError, RemoteCodeError
+from sweeper.materialize import sizes
 from sweeper.materialize.pretrained import (
     HubUnreachableError,
     UnsafeWeightsError,
@@ -31,7 +32,6 @@ from sweeper.materialize.pretrained import (
     fetch_config,
     load_pretrained,
 )
-from sweeper.materialize import sizes
 from sweeper.materialize.sizes import WeightsTooLargeError
 from sweeper.records import ENVIRONMENT_KINDS, ModelRef, ReasonKind
 
