@@ -21,13 +21,14 @@ PAGE_FILE = "index.html"
 # Inside a JSON string these stand for themselves; escaped, no "</script>" or "<!--" can
 # end the data element early, whatever a model id or message holds.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_JSON_UNSAFE = str.maketrans(_JSON_ESCAPES)
 
 
 def script_json(data: Any) -> str:
     """JSON safe to place inside a ``<script type="application/json">`` element."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.translate(_JSON_UNSAFE)
+    for char, escaped in _JSON_ESCAPES.items():  # str.replace runs in C: fast on megabytes
+        text = text.replace(char, escaped)
+    return text
 
 
 def _asset(name: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sweeper.records import DEVICE_KINDS, ENVIRONMENT_KINDS
@@ -46,7 +47,11 @@ class Strings:
 
     def __call__(self, value: Any) -> int:
         """The index of ``value`` (0 for a missing value)."""
-        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        if value.__class__ is str:  # the usual case first: one dict lookup
+            found = self._index.get(value)
+            if found is not None:
+                return found
+        elif value is None or value is pd.NA or (isinstance(value, float) and value != value):
             return 0
         text = value if isinstance(value, str) else str(value)
         found = self._index.get(text)
@@ -54,6 +59,12 @@ class Strings:
             found = self._index[text] = len(self.items)
             self.items.append(text)
         return found
+
+    def column(self, values: pd.Series, clean: Any = None) -> list[int]:
+        """Indexes for a whole column; ``clean`` is applied once per distinct value."""
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        index = np.array([self(clean(u) if clean else u) for u in uniques] + [0], dtype=np.int64)
+        return index[codes].tolist()  # a missing value (code -1) takes the trailing 0
 
 
 def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any = None, compare_name: str = "") -> dict:
@@ -125,32 +136,31 @@ def model_columns(data: SweepData, s: Strings) -> dict[str, Any]:
     ids = m["model_id"].tolist()
     stage_cols = [m[f"stage_{st}"].tolist() for st in data.stages]
     marks = ["".join(STAGE_CODES.get(v, "-") for v in per) for per in zip(*stage_cols)] if stage_cols else [""] * len(m)
-    kinds = m["reason_kind"].tolist()
     nested = data.nested
     return {
         "id": ids,
         "key": {i: k for i, (k, mid) in enumerate(zip(m["key"].tolist(), ids)) if k != mid},
         "rank": _ints(m["rank"]),
         "downloads": _ints(m["downloads"]),
-        "task": [s(v) for v in m["pipeline_tag"].tolist()],
-        "model_type": [s(v) for v in m["model_type"].tolist()],
-        "arch": [s(v) for v in m["architecture"].tolist()],
-        "library": [s(v) for v in m["library_name"].tolist()],
-        "status": [s(v) for v in m["status"].tolist()],
-        "category": [s(v) for v in m["category"].tolist()],
-        "origin": [s(origin_of(k)) if c != "pass" else 0 for k, c in zip(kinds, m["category"].tolist())],
-        "kind": [s(v) for v in kinds],
-        "op": [s(v) for v in m["reason_op"].tolist()],
-        "message": [s(one_line(v, 2000)) for v in m["reason_message"].tolist()],
+        "task": s.column(m["pipeline_tag"]),
+        "model_type": s.column(m["model_type"]),
+        "arch": s.column(m["architecture"]),
+        "library": s.column(m["library_name"]),
+        "status": s.column(m["status"]),
+        "category": s.column(m["category"]),
+        "origin": s.column(m["reason_kind"].fillna("").where(m["category"] != "pass"), origin_of),  # none when passing
+        "kind": s.column(m["reason_kind"]),
+        "op": s.column(m["reason_op"]),
+        "message": s.column(m["reason_message"], lambda v: one_line(v, 2000)),
         "stages": marks,
         "blockers": [[x for b in blk for x in (s(b[0]), s(b[1]), s(one_line(b[2], 2000)))] for blk in nested["blockers"]],
         "fallbacks": {i: [x for op, n in fb for x in (s(op), n)] for i, fb in enumerate(nested["fallback_ops"]) if fb},
         "breaks": {i: [s(r) for r in br] for i, br in enumerate(nested["graph_break_reasons"]) if br},
         "problems": {i: [s(p) for p in pr] for i, pr in enumerate(nested["compile_problems"]) if pr},
         "repro": [s(r.replace(mid, ID_MARK)) if mid else s(r) for r, mid in zip(m["repro"].tolist(), ids)],
-        "weights": [s(v) for v in m["weights"].tolist()],
-        "dtype": [s(v) for v in m["dtype"].tolist()],
-        "device": [s(v) for v in m["device"].tolist()],
+        "weights": s.column(m["weights"]),
+        "dtype": s.column(m["dtype"]),
+        "device": s.column(m["device"]),
         "seconds": [round(v, 2) if v == v else None for v in m["seconds"].tolist()],
         "diff": [None if pd.isna(v) else float(f"{v:.3g}") for v in m["max_abs_diff"].tolist()],
     }

@@ -3,13 +3,14 @@
 // goes in through textContent, never innerHTML.
 "use strict";
 (function () {
+  const started = performance.now();
   const D = JSON.parse(document.getElementById("sweep-data").textContent);
   const S = D.strings, R = D.rows, N = R.id.length, ROW_H = 28, ID_MARK = "\u0000";
   const HUB_ID = /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/;
   const MARK = { p: "✓", f: "✗", b: "⊘", s: "↷", "-": "—" };  // in common fonts, unlike emoji
   const MARK_WORD = { p: "pass", f: "fail", b: "blocked", s: "skip", "-": "not recorded" };
   const $ = (id) => document.getElementById(id);
-  const times = (window.__pageTimes = { parsed: performance.now() });
+  const times = (window.__pageTimes = { started, parsed: performance.now() });
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);
@@ -39,6 +40,7 @@
     opsOf[i] = ops;
     haystack[i] = (R.id[i] + "\n" + S[R.model_type[i]] + "\n" + Array.from(ops).join("\n")).toLowerCase();
   }
+  times.indexed = performance.now();
   const blockOps = (i) => { const b = R.blockers[i], out = []; for (let j = 1; j < b.length; j += 3) if (b[j]) out.push(S[b[j]]); return out; };
   const fallbackText = (i) => { const fb = R.fallbacks[i]; if (!fb) return ""; const o = []; for (let j = 0; j < fb.length; j += 2) o.push(S[fb[j]]); return o.join(", "); };
   function reasonText(i) {
@@ -227,7 +229,7 @@
     if (state.sort === k) state.desc = !state.desc; else { state.sort = k; state.desc = !!cols[k].desc; }
     applyFilters();
   });
-  window.__sweepPage = { setOp, applyFilters, showDetail, visibleIds: () => view.map((i) => R.id[i]) };
+  window.__sweepPage = { total: N, setOp, applyFilters, showDetail, visibleIds: () => view.map((i) => R.id[i]) };
   if (location.hash.startsWith("#op=")) fromHash(); else applyFilters();
   times.firstRender = performance.now();
   performance.mark("first-render");
