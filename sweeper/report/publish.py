@@ -44,6 +44,13 @@ def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None) ->
         raise UsageError(f"--to must be another folder than the sweep folder {out_dir}")
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"--to {dest} exists and is not a folder")
+    old = None
+    if compare is not None:  # read first: a bad --compare leaves DEST untouched
+        from sweeper.report.load import read_sweep
+
+        if Path(compare).resolve() == out_dir.resolve():
+            raise UsageError(f"--compare must name another sweep than {out_dir}")
+        old = read_sweep(Path(compare))
     commands.write_report(out_dir)
     dest.mkdir(parents=True, exist_ok=True)
     for name in REPORT_FILES:
@@ -55,27 +62,25 @@ def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None) ->
     shutil.rmtree(charts, ignore_errors=True)
     if (out_dir / commands.CHARTS_DIR).is_dir():
         shutil.copytree(out_dir / commands.CHARTS_DIR, charts)
-    if compare is not None:
-        compared_page(out_dir, Path(compare), dest)
+    if old is not None:
+        sweep_id = old.meta.get("sweep_id")
+        compared_page(out_dir, old, dest, label=f"{Path(compare).name} (sweep {sweep_id})" if sweep_id else Path(compare).name)
     summary = json.loads((out_dir / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
     (dest / "README.md").write_text(dataset_card(summary, read_meta(out_dir)), encoding="utf-8")
     return str(dest)
 
 
-def compared_page(out_dir: Path, other: Path, dest: Path) -> Path:
-    """Write ``dest/index.html`` for ``out_dir`` with each model's change against ``other``."""
+def compared_page(out_dir: Path, old: Any, dest: Path, *, label: str) -> Path:
+    """Write ``dest/index.html`` for ``out_dir`` with each model's change against ``old``
+    (another sweep's ``SweepData``, named ``label`` on the page)."""
     from sweeper.report.analysis import analyse
     from sweeper.report.diff import compare
     from sweeper.report.load import read_sweep
+    from sweeper.report.markdown import CHART_TITLES
     from sweeper.report.page import write_page
 
-    if other.resolve() == out_dir.resolve():
-        raise UsageError(f"--compare must name another sweep than {out_dir}")
-    new, old = read_sweep(out_dir), read_sweep(other)
-    from sweeper.report.markdown import CHART_TITLES
-
+    new = read_sweep(out_dir)
     charts = [c for c in CHART_TITLES if (dest / commands.CHARTS_DIR / c).is_file()]
-    label = old.meta.get("sweep_id") or other.name
     return write_page(analyse(new), dest, charts=charts, compare=compare(old, new), compare_name=str(label))
 
 

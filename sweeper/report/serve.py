@@ -45,5 +45,7 @@ def serve(folder: Path, port: int = 8000) -> None:
     print(f"serving {folder} at http://{host}:{bound}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
+    except KeyboardInterrupt:  # the usual way to stop it: not an error
+        pass
     finally:
         server.server_close()

@@ -14,7 +14,8 @@ from report_factory import reason, record, write_sweep
 from test_report_markdown import sweep_records
 
 from sweeper.cli import main
-from sweeper.report.commands import write_report
+from sweeper.errors import UsageError
+from sweeper.report.commands import publish, write_report
 from sweeper.report.page import script_json
 from sweeper.report.page_data import origin_of
 from sweeper.report.serve import make_server
@@ -87,3 +88,12 @@ def test_serve_without_a_page_is_a_one_line_error(tmp_path: Path, capsys: pytest
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("sweep: error: no index.html in") and err.count("\n") == 1
+
+
+def test_a_bad_compare_folder_leaves_the_destination_untouched(tmp_path: Path) -> None:
+    out = write_sweep(tmp_path / "out", sweep_records())
+    with pytest.raises(UsageError, match="not a sweep folder"):
+        publish(out, str(tmp_path / "site"), compare=tmp_path / "missing")
+    assert not (tmp_path / "site").exists()
+    with pytest.raises(UsageError, match="another sweep"):
+        publish(out, str(tmp_path / "site"), compare=out)
