@@ -118,14 +118,40 @@ def greedy(plan: dict[str, Any]) -> str:
 
 def reasons(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
     """First reasons of models that did not pass."""
-    headers = ["reason", "op", "blame", "models", "downloads", "examples", "sample message"]
+    headers = ["reason", "op", "models", "downloads", "examples", "sample message"]
 
     def cells(r: Any) -> list[Any]:
-        return [md(r.reason_kind), code(r.reason_op), r.group, num(r.models), compact(r.downloads),
+        return [md(r.reason_kind), code(r.reason_op), num(r.models), compact(r.downloads),
                 examples(r.examples, link), md(r.message, MESSAGE_CHARS)]  # fmt: skip
 
     keep = _dl(weighted, headers)
     return long_table(keep, _rows(frame, cells, headers, keep), "reasons")
+
+
+def features(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
+    """Device gaps that are no op to lower: dynamic shapes, dtypes, sparse, forward AD, ..."""
+    headers = ["#", "gap", "names", "models blocked", "downloads blocked", "examples"]
+
+    def cells(r: Any) -> list[Any]:
+        return [0, md(r.kind), code(r.op) if r.op else "", num(r.models), compact(r.downloads), examples(r.examples, link)]
+
+    keep = _dl(weighted, headers)
+    rows = _rows(frame, cells, headers, keep)
+    for i, row in enumerate(rows, 1):
+        row[0] = i
+    return long_table(keep, rows, "feature gaps")
+
+
+def findings(frame: pd.DataFrame, *, weighted: bool, link: bool, what: str) -> str:
+    """Blockers of one origin by kind and op, with a sample message (every blocker, not only first ones)."""
+    headers = ["kind", "op", "models", "downloads", "examples", "sample message"]
+
+    def cells(r: Any) -> list[Any]:
+        return [md(r.kind), code(r.op) if r.op else "", num(r.models), compact(r.downloads),
+                examples(r.examples, link), md(r.message, MESSAGE_CHARS)]  # fmt: skip
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), what)
 
 
 def not_tested(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:

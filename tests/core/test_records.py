@@ -36,7 +36,7 @@ def test_line_carries_the_contract_fields():
     for key in ("sweep_id", "model_id", "status", "stages", "reason", "fallback_ops", "graph_breaks", "versions", "repro", "schema_version"):
         assert key in data
     assert data["schema_version"] == SCHEMA_VERSION
-    assert data["stages"]["forward"] == {"status": "fail", "seconds": 0.1, "reason": {"kind": "unsupported_op", "op": "aten::foo", "message": "no kernel\nsecond line", "exc_type": None}}
+    assert data["stages"]["forward"] == {"status": "fail", "seconds": 0.1, "reason": {"kind": "unsupported_op", "op": "aten::foo", "message": "no kernel\nsecond line", "exc_type": None, "stage": None, "origin": "device"}}
 
 
 def test_key_separates_heads_of_one_model():
