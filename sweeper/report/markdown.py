@@ -231,13 +231,13 @@ def models_section(a: Analysis, *, link: bool) -> str:
     """The failing models by rank, at most ``MODEL_ROWS`` of them, collapsed; every model
     is in index.html (searchable) and records.parquet."""
     m = a.data.models
-    failing = m[m["category"] == "fail"]
+    failing = m[~m["category"].isin(["pass", "environment", "skip"])]  # device, lowering tool, harness, model
     pointer = (
         f"All {num(len(m))} models, searchable by id, model type or op: [index.html](index.html) "
         "(open it in a browser, or `sweep serve` this folder); every record: [records.parquet](records.parquet)."
     )
     if failing.empty:
-        return f"_No model failed on the device._ {pointer}"
+        return f"_No model failed._ {pointer}"
     shown = failing.head(sections.MODEL_ROWS)
     body = sections.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
     label = f"{num(len(shown))} failing models by rank"

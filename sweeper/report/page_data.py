@@ -12,30 +12,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.records import DEVICE_KINDS, ENVIRONMENT_KINDS
+from sweeper.records import Origin
 from sweeper.report import markdown
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import one_line
-from sweeper.report.load import SweepData
+from sweeper.report.load import CATEGORIES, SweepData
 
 STAGE_CODES = {"pass": "p", "fail": "f", "blocked": "b", "skip": "s"}  # anything else: "-"
 ID_MARK = "\x00"  # stands for the model id inside a stored repro command
-_DEVICE = {k.value for k in DEVICE_KINDS}
-_ENV = {k.value for k in ENVIRONMENT_KINDS}
-_HARNESS = {"harness", "input_synthesis"}
+ORIGINS = tuple(o.value for o in Origin)
 
 
-def origin_of(kind: str | None) -> str:
-    """Who a reason kind points at: device, lowering_tool, harness, model or environment.
-
-    The one place to swap for the records' own origin per reason kind."""
-    if kind in _ENV:
-        return "environment"
-    if kind in _DEVICE:
-        return "device"
-    if kind in _HARNESS:
-        return "harness"
-    return "model"
+def origins(models: pd.DataFrame) -> pd.Series:
+    """Each model's origin, as the report counts it (``load.category``: its blockers' origin
+    by precedence); a skipped model shows its first reason's; a passing one none."""
+    cat = models["category"]
+    skipped = cat.eq("skip") & models["reason_origin"].notna()
+    return cat.where(cat.isin(ORIGINS), models["reason_origin"].where(skipped))
 
 
 class Strings:
@@ -116,12 +109,17 @@ def header_rows(a: Analysis) -> list[list[str]]:
 
 
 def headline(a: Analysis) -> dict[str, Any]:
-    """The figures at the top of the page."""
+    """The figures at the top of the page: coverage, pass rate, models per outcome."""
     o, c = a.overview, a.coverage
-    out = {k: o[k] for k in ("models", "tested", "passed", "failed", "environment", "skipped", "pass_rate")}
-    out["catalog_share"] = c["catalog_share"] if c else None
-    out["tested_share"] = c["tested_share"] if c else None
-    return out
+    return {
+        "models": o["models"],
+        "tested": o["tested"],
+        "passed": o["passed"],
+        "pass_rate": o["pass_rate"],
+        "outcomes": [[CATEGORIES[k], n] for k, n in o["categories"].items()],
+        "catalog_share": c["catalog_share"] if c else None,
+        "tested_share": c["tested_share"] if c else None,
+    }
 
 
 def roadmap_rows(a: Analysis) -> list[list[Any]]:
@@ -148,12 +146,14 @@ def model_columns(data: SweepData, s: Strings) -> dict[str, Any]:
         "library": s.column(m["library_name"]),
         "status": s.column(m["status"]),
         "category": s.column(m["category"]),
-        "origin": s.column(m["reason_kind"].fillna("").where(m["category"] != "pass"), origin_of),  # none when passing
+        "origin": s.column(origins(m)),
         "kind": s.column(m["reason_kind"]),
         "op": s.column(m["reason_op"]),
         "message": s.column(m["reason_message"], lambda v: one_line(v, 2000)),
         "stages": marks,
-        "blockers": [[x for b in blk for x in (s(b[0]), s(b[1]), s(one_line(b[2], 2000)))] for blk in nested["blockers"]],
+        # (kind, op, message, origin, stage) per blocker, flattened
+        "blockers": [[x for b in blk for x in (s(b[0]), s(b[1]), s(one_line(b[2], 2000)), s(b[3]), s(b[4]))]
+                     for blk in nested["blockers"]],
         "fallbacks": {i: [x for op, n in fb for x in (s(op), n)] for i, fb in enumerate(nested["fallback_ops"]) if fb},
         "breaks": {i: [s(r) for r in br] for i, br in enumerate(nested["graph_break_reasons"]) if br},
         "problems": {i: [s(p) for p in pr] for i, pr in enumerate(nested["compile_problems"]) if pr},

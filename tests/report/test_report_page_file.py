@@ -17,7 +17,6 @@ from sweeper.cli import main
 from sweeper.errors import UsageError
 from sweeper.report.commands import publish, write_report
 from sweeper.report.page import script_json
-from sweeper.report.page_data import origin_of
 from sweeper.report.serve import make_server
 
 EVIL = "org/x</script><script>alert(1)</script><!--"
@@ -58,12 +57,13 @@ def test_page_is_self_contained_and_holds_every_model(tmp_path: Path) -> None:
     assert [r[0] for r in data["roadmap"]] == ["aten::upsample_bilinear2d", "aten::_thnn_fused_lstm_cell"]
 
 
-@pytest.mark.parametrize(
-    ("kind", "origin"),
-    [("unsupported_op", "device"), ("gated", "environment"), ("input_synthesis", "harness"), ("crash", "model"), (None, "model")],
-)
-def test_origin_of_reason_kinds(kind: str | None, origin: str) -> None:
-    assert origin_of(kind) == origin
+def test_each_model_shows_the_origin_the_report_counts_it_under(tmp_path: Path) -> None:
+    data = data_of(page_of(tmp_path, sweep_records()))
+    rows, strings = data["rows"], data["strings"]
+    origin = {mid: strings[o] for mid, o in zip(rows["id"], rows["origin"])}
+    assert origin["org/up-lstm"] == "device" and origin["org/gated"] == "environment"
+    assert origin["org/skipped"] == "harness"  # not tried: its reason's origin
+    assert origin["org/pass-a"] == ""
 
 
 def test_serve_answers_on_loopback_only(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@
   const started = performance.now();
   const D = JSON.parse(document.getElementById("sweep-data").textContent);
   const S = D.strings, R = D.rows, N = R.id.length, ROW_H = 28, ID_MARK = "\u0000";
+  const BLK = 5;  // a blocker is (kind, op, message, origin, stage), flattened
   const HUB_ID = /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/;
   const MARK = { p: "✓", f: "✗", b: "⊘", s: "↷", "-": "—" };  // in common fonts, unlike emoji
   const MARK_WORD = { p: "pass", f: "fail", b: "blocked", s: "skip", "-": "not recorded" };
@@ -35,20 +36,20 @@
   const opsOf = new Array(N), haystack = new Array(N);
   for (let i = 0; i < N; i++) {
     const ops = new Set(), b = R.blockers[i], fb = R.fallbacks[i];
-    for (let j = 1; j < b.length; j += 3) if (b[j]) ops.add(S[b[j]]);
+    for (let j = 1; j < b.length; j += BLK) if (b[j]) ops.add(S[b[j]]);
     if (fb) for (let j = 0; j < fb.length; j += 2) ops.add(S[fb[j]]);
     opsOf[i] = ops;
     haystack[i] = (R.id[i] + "\n" + S[R.model_type[i]] + "\n" + Array.from(ops).join("\n")).toLowerCase();
   }
   times.indexed = performance.now();
-  const blockOps = (i) => { const b = R.blockers[i], out = []; for (let j = 1; j < b.length; j += 3) if (b[j]) out.push(S[b[j]]); return out; };
+  const blockOps = (i) => { const b = R.blockers[i], out = []; for (let j = 1; j < b.length; j += BLK) if (b[j]) out.push(S[b[j]]); return out; };
   const fallbackText = (i) => { const fb = R.fallbacks[i]; if (!fb) return ""; const o = []; for (let j = 0; j < fb.length; j += 2) o.push(S[fb[j]]); return o.join(", "); };
   function reasonText(i) {
     if (!R.kind[i]) return "";
     let t = S[R.kind[i]];
     if (R.op[i]) t += " " + S[R.op[i]];
     if (R.message[i]) t += ": " + S[R.message[i]];
-    const more = R.blockers[i].length / 3 - 1;
+    const more = R.blockers[i].length / BLK - 1;
     return more > 0 ? t + " (+" + more + " more)" : t;
   }
 
@@ -61,9 +62,8 @@
   for (const n of D.notes) $("notes").append(el("li", n));
   const h = D.headline, figs = [];
   if (h.catalog_share !== null) figs.push([pct(h.catalog_share), "of the catalog's downloads run end to end"]);
-  figs.push([pct(h.pass_rate), "device pass rate (" + num(h.passed) + " of " + num(h.tested) + " tried on the device)"]);
-  figs.push([num(h.passed), "pass"], [num(h.failed), "fail (device, harness or model)"],
-    [num(h.environment), "environment (not tried)"], [num(h.skipped), "skip (not tried)"]);
+  figs.push([pct(h.pass_rate), "device pass rate (" + num(h.passed) + " of " + num(h.tested) + " that pass or fail for the device's sake)"]);
+  for (const [label, n] of h.outcomes) figs.push([num(n), label]);
   for (const [big, small] of figs) { const f = el("div", null, "fig"); f.append(el("b", big), el("span", small)); $("headline").append(f); }
   if (!D.charts.length) $("charts-box").hidden = true;
   for (const [file, caption] of D.charts) {
@@ -186,7 +186,10 @@
       ["seconds", R.seconds[i]], ["max |device − cpu|", R.diff[i]]]));
     body.append(el("h3", "Stages"), dl(D.stages.map((st, k) => [st, MARK_WORD[R.stages[i][k] || "-"]])));
     const b = R.blockers[i], blockers = [];
-    for (let j = 0; j < b.length; j += 3) blockers.push(S[b[j]] + (b[j + 1] ? " " + S[b[j + 1]] : "") + (b[j + 2] ? ": " + S[b[j + 2]] : ""));
+    for (let j = 0; j < b.length; j += BLK) {
+      const where = [S[b[j + 3]], S[b[j + 4]]].filter(Boolean).join(", ");
+      blockers.push(S[b[j]] + (b[j + 1] ? " " + S[b[j + 1]] : "") + (where ? " [" + where + "]" : "") + (b[j + 2] ? ": " + S[b[j + 2]] : ""));
+    }
     const fb = R.fallbacks[i] || [], fallbacks = [];
     for (let j = 0; j < fb.length; j += 2) fallbacks.push(S[fb[j]] + " (" + num(fb[j + 1]) + " calls)");
     body.append(...list("Blockers", blockers), ...list("CPU fallbacks", fallbacks),
