@@ -61,10 +61,10 @@
   function tr(pair) { const r = el("tr"); r.append(el("th", pair[0]), el("td", pair[1])); $("header").append(r); }
   for (const n of D.notes) $("notes").append(el("li", n));
   const h = D.headline, figs = [];
-  if (h.catalog_share !== null) figs.push([pct(h.catalog_share), "of the catalog's downloads run end to end"]);
-  figs.push([pct(h.pass_rate), "device pass rate (" + num(h.passed) + " of " + num(h.tested) + " that pass or fail for the device's sake)"]);
-  for (const [label, n] of h.outcomes) figs.push([num(n), label]);
-  for (const [big, small] of figs) { const f = el("div", null, "fig"); f.append(el("b", big), el("span", small)); $("headline").append(f); }
+  if (h.catalog_share !== null) figs.push([pct(h.catalog_share), "of the catalog's downloads run end to end", "fig wide"]);
+  figs.push([pct(h.pass_rate), "device pass rate: " + num(h.passed) + " of " + num(h.tested) + " models that pass or fail for the device's sake", "fig wide"]);
+  for (const [label, n] of h.outcomes) figs.push([num(n), label, "fig"]);
+  for (const [big, small, cls] of figs) { const f = el("div", null, cls); f.append(el("b", big), el("span", small)); $("headline").append(f); }
   if (!D.charts.length) $("charts-box").hidden = true;
   for (const [file, caption] of D.charts) {
     const fig = el("figure"), img = el("img");
