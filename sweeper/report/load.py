@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.errors import UsageError
-from sweeper.records import STAGE_ORDER, Origin, Status, kind_info
+from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, Origin, Status, kind_info
 from sweeper.report.meta import read_meta
 
 RECORDS_FILE = "records.jsonl"
@@ -37,7 +37,7 @@ CATEGORIES: dict[str, str] = {
     "skip": "skip",
 }
 TRIED = ("pass", "device")  # the device pass rate's denominator
-_PRECEDENCE = ("device", "lowering_tool", "harness", "model", "environment")
+_PRECEDENCE = tuple(o.value for o in ORIGIN_PRECEDENCE)
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
@@ -87,6 +87,15 @@ def category(status: str, origins: list[str]) -> str:
     if status == "skip":  # not tried: by choice, or for the environment's sake
         return "environment" if found == "environment" else "skip"
     return found or "harness"  # a failure with no reason recorded is ours to explain
+
+
+def build_keys(models: pd.DataFrame) -> pd.Series:
+    """What each model is as a build: models made from their type's default config (the
+    zoo, or the Hub unreachable) with the same head class are one build; any other model
+    is its own."""
+    default = models["config_source"].fillna("").astype(str).str.startswith("default")
+    shared = "type:" + models["model_type"].fillna("?").astype(str) + "::" + models["architecture"].fillna("?").astype(str)
+    return shared.where(default, "model:" + models["key"].astype(str))
 
 
 def origin_of(blocker: dict) -> str:
@@ -213,6 +222,7 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
         models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
     order = models.index.tolist()
     models = models.reset_index(drop=True)
+    models["build"] = build_keys(models)
     row_of = {key: i for i, key in enumerate(models["key"].tolist())}
     return SweepData(
         models=models,
