@@ -13,6 +13,7 @@ from report_factory import reason, record, write_sweep
 from test_report_markdown import sweep_records
 
 from sweeper.report.commands import publish
+from sweeper.report.escape import hub_url
 
 HOSTILE_ID = "<img src=x onerror=window.__pwned=1>"
 HOSTILE_MESSAGE = "</script><script>window.__pwned=2</script><b onmouseover=window.__pwned=3>x</b>"
@@ -110,10 +111,13 @@ def test_sorting_by_downloads(browser: Any, site: Path) -> None:
 
 
 def test_roadmap_op_links_filter_to_the_models_they_block(browser: Any, site: Path) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
     opened(browser, site)
     links = browser.find_elements("css selector", "#roadmap a")
     assert [a.text for a in links][:2] == ["aten::upsample_bilinear2d", "aten::_thnn_fused_lstm_cell"]
-    links[1].click()
+    links[1].click()  # the filter follows the URL's #op=..., on the hashchange event
+    WebDriverWait(browser, 10).until(lambda b: b.find_element("id", "op-chip").is_displayed())
     assert visible(browser) == ["org/up-lstm", "org/lstm-dtype"]
     assert browser.find_element("id", "op-chip-name").text == "aten::_thnn_fused_lstm_cell"
     browser.find_element("id", "op-clear").click()
@@ -129,7 +133,7 @@ def test_clicking_a_model_shows_its_record_and_repro(browser: Any, site: Path) -
     assert browser.find_element("id", "detail-title").text == "org/up-lstm"
     assert browser.find_element("id", "detail-repro").text == "sweep one org/up-lstm --device trnsim --weights tiny"
     assert "unsupported_op aten::_thnn_fused_lstm_cell" in panel.text
-    assert browser.find_element("id", "detail-link").get_attribute("href") == "https://huggingface.co/org/up-lstm"
+    assert browser.find_element("id", "detail-link").get_attribute("href") == f"{hub_url()}/org/up-lstm"
 
 
 def test_hostile_id_and_message_render_as_text(browser: Any, site: Path) -> None:
