@@ -2,7 +2,7 @@
 
     sweep --top 100 --device trnsim           run (or resume) a sweep
     sweep one MODEL --device trnsim           one model, verbose
-    sweep report OUT | diff OLD NEW | publish OUT --to DIR
+    sweep report OUT | diff OLD NEW | publish OUT --to DIR [--compare OTHER] | serve DIR
     sweep devices | catalog
 
 Bad input prints one line on stderr and exits 2; nothing is written.
@@ -233,11 +233,23 @@ def diff(
 def publish(
     out: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
     to: Annotated[str, typer.Option("--to", help="A folder, or hf://datasets/ORG/NAME.")],
+    compare: Annotated[Path | None, typer.Option("--compare", help="Another sweep's folder: the page marks fixed / regressed models.")] = None,
 ) -> None:
-    """Publish a sweep: a self-contained folder, or a Hugging Face dataset."""
+    """Publish a sweep: a self-contained folder (with index.html), or a Hugging Face dataset."""
     from sweeper.report.commands import publish as do_publish
 
-    print(do_publish(out, to))
+    print(do_publish(out, to, compare=compare))
+
+
+@app.command()
+def serve(
+    folder: Annotated[Path, typer.Argument(help="A published folder (or a sweep folder) holding index.html.")],
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: any free port).")] = 8000,
+) -> None:
+    """Serve a published folder's index.html on loopback (127.0.0.1 only) for a quick look."""
+    from sweeper.report.serve import serve as do_serve
+
+    do_serve(folder, port)
 
 
 def main(argv: list[str] | None = None) -> None:
