@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from report_factory import meta, reason, record, write_sweep
 
 from sweeper.report.commands import write_report
