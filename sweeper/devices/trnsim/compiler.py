@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import lowering, state
+from sweeper.devices.trnsim import lowering, phases, state
 from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
     check_graph,
@@ -33,8 +33,10 @@ from sweeper.devices.trnsim.graphcheck import (
     refuse_ops,
     symbolic_inputs,
 )
+from sweeper.devices.trnsim.profile import Profile
 
 _REGISTERED: dict[str, bool] = {}
+_TABLES: dict[str, dict] = {}  # decomposition table by profile hash
 # StableHLO of the graphs lowered so far, as (graph kind, module text): what the chip's
 # compiler would receive. Cleared by ``reset_lowered``.
 LOWERED: list[tuple[str, str]] = []
@@ -43,6 +45,11 @@ _KEEP_LOWERED = 16
 
 def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     """The Dynamo backend: profile checks, AOT autograd, per-graph lowering."""
+    with phases.phase("backend"):
+        return _compile(gm, example_inputs)
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
@@ -50,23 +57,34 @@ def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     if not profile.allows("dynamic_shapes") and symbolic_inputs(gm, example_inputs):
         _refuse(DynamicShapeError("trnsim compiles static shapes only: the graph has symbolic input shapes "
                                   "(torch.compile(dynamic=True) or automatic dynamic shapes)", feature="dynamic_shapes"))
-    ops = eager_ops(gm, example_inputs)
+    with phases.phase("scan"):
+        ops = eager_ops(gm, example_inputs)
     refuse_data_dependent(ops, profile)
     refuse_ops([name for name, dependent in ops.items() if not dependent], profile)
 
     def stage(kind: str) -> Callable[..., Any]:
         def compile_graph(aten_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
-            check_graph(aten_gm, kind, profile)
+            with phases.phase(f"check.{kind}"):
+                check_graph(aten_gm, kind, profile)
             _lower(aten_gm, kind)
             return make_boxed_func(aten_gm.forward)
 
         return compile_graph
 
-    table = {op: fn for op, fn in lowering.decomposition_table().items()
-             if isinstance(op, torch._ops.OpOverload) and profile.policy(lowering.op_name(op), "compile") == "native"}
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
-                           inference_compiler=stage("inference"), decompositions=table)
-    return backend(gm, example_inputs)
+                           inference_compiler=stage("inference"), decompositions=_decompositions(profile))
+    with phases.phase("aot"):
+        return backend(gm, example_inputs)
+
+
+def _decompositions(profile: Profile) -> dict:
+    """Torch-MLIR's decompositions less the ops the profile does not compile natively;
+    built once per profile (every captured graph of every model uses the same table)."""
+    if profile.hash not in _TABLES:
+        _TABLES[profile.hash] = {
+            op: fn for op, fn in lowering.decomposition_table().items()
+            if isinstance(op, torch._ops.OpOverload) and profile.policy(lowering.op_name(op), "compile") == "native"}
+    return _TABLES[profile.hash]
 
 
 def _lower(gm: torch.fx.GraphModule, kind: str) -> None:

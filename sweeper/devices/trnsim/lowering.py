@@ -12,10 +12,16 @@ from __future__ import annotations
 import operator
 import os
 import re
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from sweeper.devices.trnsim import phases
+from sweeper.devices.trnsim.graphkey import LRU, graph_key
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 
 _OP_IN_DIAG = re.compile(r"torch\.aten\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)")
@@ -106,27 +112,73 @@ MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 
 
 def _preload() -> None:
     """Import Torch-MLIR in this process, so each forked lowering starts with it loaded."""
-    import torch_mlir.compiler_utils
-    import torch_mlir.extras.fx_importer
-    import torch_mlir.fx  # noqa: F401
+    if "torch_mlir.fx" in sys.modules:
+        return
+    with phases.phase("import_mlir"):
+        import torch_mlir.compiler_utils
+        import torch_mlir.extras.fx_importer
+        import torch_mlir.fx  # noqa: F401
 
 
-def _import_isolated(gm: torch.fx.GraphModule, name: str, timeout: float) -> tuple[str | None, list[str]]:
+def _timed_isolated(fn: Callable[[], Any], phase: str) -> Any:
+    """``fn()`` under the lowering limits; the child's own time is charged to ``phase``,
+    the rest (fork, transfer, reaping) to ``isolate``."""
+    def timed() -> tuple[Any, float, float]:
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        value = fn()
+        return value, time.perf_counter() - wall0, time.process_time() - cpu0
+
     _preload()
+    with phases.phase("isolate"):
+        value, wall, cpu = run_isolated(timed, timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+        phases.add(phase, wall, cpu)
+    return value
+
+
+def _import_isolated(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]:
     try:
-        return run_isolated(lambda: _import(gm, name), timeout=timeout, extra_memory=MEMORY_BYTES)
+        return _timed_isolated(lambda: _import(gm, name), f"lower.{name}")
     except Overrun as exc:
         return None, [f"lowering aborted: {exc}"]
 
 
+# Verdicts of graphs lowered in this process, by ``graph_key``: a graph seen again (the
+# same model checked twice, a recompile, the same subgraph between graph breaks) is not
+# lowered again. Single-op probes of ``blame`` likewise, by the probe's key.
+_RESULTS: LRU[LoweringResult] = LRU(64)
+_PROBES: LRU[bool] = LRU(4096)
+
+
+def clear_cache() -> None:
+    """Forget the lowering verdicts kept in this process."""
+    _RESULTS.clear()
+    _PROBES.clear()
+
+
 def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
     """Lower an aten FX graph (``meta['val']`` on its nodes) to StableHLO (in a child
-    process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits)."""
-    text, diags = _import_isolated(prepare(gm), name, TIMEOUT_S)
+    process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits). A graph already lowered in
+    this process gets the verdict it got then."""
+    with phases.phase("cache"):
+        key = graph_key(gm, name)
+        cached = _RESULTS.get(key)
+    if cached is None:
+        cached = _lower_uncached(gm, name)
+        _RESULTS.put(key, cached)
+    return cached
+
+
+def _lower_uncached(gm: torch.fx.GraphModule, name: str) -> LoweringResult:
+    with phases.phase("prepare"):
+        prepared = prepare(gm)
+    text, diags = _import_isolated(prepared, name)
     if text is not None:
         return LoweringResult(True, stablehlo=text)
     joined = "\n".join(diags)
-    op = failing_op(joined) or blame(gm)
+    op = failing_op(joined)
+    if op is None:
+        with phases.phase("blame"):
+            op = blame(gm)
     first = next((d for d in diags if d.startswith("lowering aborted")), "") or \
         next((d for d in diags if "failed" in d or "error" in d.lower()), diags[0] if diags else "")
     return LoweringResult(False, op=op, message=first.strip().splitlines()[0][:300] if first else "lowering failed")
@@ -141,25 +193,41 @@ def failing_op(text: str) -> str | None:
 def blame(gm: torch.fx.GraphModule) -> str | None:
     """Lower each distinct op alone (in one child process); the first that fails is the op
     to blame. ``None`` when every op lowers alone (the failure is in their combination)."""
-    probes: dict[str, torch.fx.GraphModule] = {}
+    probes: dict[str, tuple[str, torch.fx.GraphModule]] = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
             name = op_name(node.target)
             single = None if name in probes else _single_node(node)
             if single is not None:
-                probes[name] = prepare(single)
+                probes[name] = (graph_key(single, "probe"), single)
+    known = {name: _PROBES.get(key) for name, (key, _) in probes.items()}
 
-    def first_failure() -> str | None:
-        for name, probe in probes.items():
-            if _import(probe, "probe")[0] is None:
-                return name
+    def judge() -> tuple[str | None, list[str]]:
+        # In graph order; probes judged before in this process answer without lowering.
+        passed = []
+        for name, (_, probe) in probes.items():
+            if known[name] is None and _import(prepare(probe), "probe")[0] is not None:
+                passed.append(name)
+            elif not known[name]:
+                return name, passed
+        return None, passed
+
+    for name, verdict in known.items():
+        if verdict is None:
+            break
+        if verdict is False:
+            return name
+    else:
         return None
-
-    _preload()
     try:
-        return run_isolated(first_failure, timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+        failed, passed = _timed_isolated(judge, "lower.probes")
     except Overrun:
         return None
+    for name in passed:
+        _PROBES.put(probes[name][0], True)
+    if failed is not None:
+        _PROBES.put(probes[failed][0], False)
+    return failed
 
 
 def op_name(op: torch._ops.OpOverload) -> str:
