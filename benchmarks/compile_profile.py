@@ -79,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10, help="top N zoo model types (default 10)")
     parser.add_argument("--types", default="", help="comma-separated model types instead of the top N")
+    parser.add_argument("--phases", action="store_true", help="print every model's breakdown, not only llama's")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -103,12 +104,14 @@ def main() -> None:
         if stage is None or stage.status.value == "blocked":
             print(f"{model_type:14s} compile not reached: {record.status.value}")
             continue
-        verdict = stage.reason.kind.value if stage.reason else "pass"
+        verdict = f"{stage.reason.kind.value} {stage.reason.op or ''}" if stage.reason else "pass"
         print(f"{model_type:14s} {stage.seconds:6.2f} s wall {last['cpu']:6.2f} s CPU  {verdict}", flush=True)
         walls.append(stage.seconds)
         cpus.append(last["cpu"])
         if model_type == "llama":
             llama = (stage.seconds, last["cpu"], last["phases"])
+        elif args.phases:
+            print_phases(model_type, stage.seconds, last["cpu"], last["phases"])
     if llama is not None:
         print_phases("llama", *llama)
     if not walls:

@@ -108,6 +108,10 @@ def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]
 # Limits for one lowering (seconds, extra bytes); a runaway pipeline is a compile error.
 TIMEOUT_S = float(os.environ.get("TRNSIM_LOWERING_TIMEOUT", "120"))
 MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 << 30))
+# A single-op probe (``blame``) has placeholder inputs and needs far less than a whole
+# graph: a probe that runs away (e.g. ``slice_scatter`` to the end of a dimension) is
+# stopped at this lower limit, seconds sooner, with the same op blamed.
+PROBE_MEMORY_BYTES = int(float(os.environ.get("TRNSIM_PROBE_MEMORY_GB", "1")) * (1 << 30))
 
 
 def _preload() -> None:
@@ -120,7 +124,7 @@ def _preload() -> None:
         import torch_mlir.fx  # noqa: F401
 
 
-def _timed_isolated(fn: Callable[[], Any], phase: str) -> Any:
+def _timed_isolated(fn: Callable[[], Any], phase: str, *, extra_memory: int) -> Any:
     """``fn()`` under the lowering limits; the child's own time is charged to ``phase``,
     the rest (fork, transfer, reaping) to ``isolate``."""
     def timed() -> tuple[Any, float, float]:
@@ -130,14 +134,14 @@ def _timed_isolated(fn: Callable[[], Any], phase: str) -> Any:
 
     _preload()
     with phases.phase("isolate"):
-        value, wall, cpu = run_isolated(timed, timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
-        phases.add(phase, wall, cpu)
+        value, wall, cpu = run_isolated(timed, timeout=TIMEOUT_S, extra_memory=extra_memory)
+        phases.add(phase, wall, cpu, other_process=True)
     return value
 
 
 def _import_isolated(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]:
     try:
-        return _timed_isolated(lambda: _import(gm, name), f"lower.{name}")
+        return _timed_isolated(lambda: _import(gm, name), f"lower.{name}", extra_memory=MEMORY_BYTES)
     except Overrun as exc:
         return None, [f"lowering aborted: {exc}"]
 
@@ -147,6 +151,11 @@ def _import_isolated(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, l
 # lowered again. Single-op probes of ``blame`` likewise, by the probe's key.
 _RESULTS: LRU[LoweringResult] = LRU(64)
 _PROBES: LRU[bool] = LRU(4096)
+
+
+def _limits() -> str:
+    """The limits a verdict was reached under (a verdict is reused under the same ones)."""
+    return f"{TIMEOUT_S}:{MEMORY_BYTES}:{PROBE_MEMORY_BYTES}"
 
 
 def clear_cache() -> None:
@@ -160,7 +169,7 @@ def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
     process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits). A graph already lowered in
     this process gets the verdict it got then."""
     with phases.phase("cache"):
-        key = graph_key(gm, name)
+        key = f"{graph_key(gm, name)}:{_limits()}"
         cached = _RESULTS.get(key)
     if cached is None:
         cached = _lower_uncached(gm, name)
@@ -199,7 +208,7 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
             name = op_name(node.target)
             single = None if name in probes else _single_node(node)
             if single is not None:
-                probes[name] = (graph_key(single, "probe"), single)
+                probes[name] = (f"{graph_key(single, 'probe')}:{_limits()}", single)
     known = {name: _PROBES.get(key) for name, (key, _) in probes.items()}
 
     def judge() -> tuple[str | None, list[str]]:
@@ -220,7 +229,7 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
     else:
         return None
     try:
-        failed, passed = _timed_isolated(judge, "lower.probes")
+        failed, passed = _timed_isolated(judge, "lower.probes", extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
     except Overrun:
         return None
     for name in passed:

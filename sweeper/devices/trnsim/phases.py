@@ -30,9 +30,10 @@ _LOCK = threading.Lock()
 _STACK = threading.local()  # per thread: [wall, cpu] already charged to nested phases
 
 
-def add(name: str, wall: float, cpu: float, *, count: int = 1) -> None:
-    """Charge ``wall`` and ``cpu`` seconds to phase ``name`` (and take them off the
-    enclosing phase, so nothing is counted twice)."""
+def add(name: str, wall: float, cpu: float, *, count: int = 1, other_process: bool = False) -> None:
+    """Charge ``wall`` and ``cpu`` seconds to phase ``name`` and take them off the
+    enclosing phase, so nothing is counted twice (only the wall time when the work ran in
+    another process: this thread's CPU clock never saw it)."""
     with _LOCK:
         entry = _TOTALS.setdefault(name, PhaseTime())
         entry.wall += wall
@@ -41,7 +42,7 @@ def add(name: str, wall: float, cpu: float, *, count: int = 1) -> None:
     stack = getattr(_STACK, "frames", None)
     if stack:
         stack[-1][0] += wall
-        stack[-1][1] += cpu
+        stack[-1][1] += 0.0 if other_process else cpu
 
 
 @contextlib.contextmanager
