@@ -105,3 +105,17 @@ def test_a_runaway_lowering_is_stopped_by_its_memory_limit(trnsim, lowering, mon
     # the process goes on lowering: the next graph gets its own, healthy child
     monkeypatch.undo()
     assert lowering.lower(make_fx(torch.tan, tracing_mode="fake")(torch.rand(4)), name="forward").ok
+
+
+def test_graph_key_covers_constants_and_shapes(trnsim):
+    from sweeper.devices.trnsim.graphkey import graph_key
+
+    def scaled(values):
+        return make_fx(lambda t: t * torch.tensor(values), tracing_mode="fake")(torch.rand(2))
+
+    assert any(n.op == "get_attr" for n in scaled([1.0, 2.0]).graph.nodes)
+    assert graph_key(scaled([1.0, 2.0]), "forward") == graph_key(scaled([1.0, 2.0]), "forward")
+    assert graph_key(scaled([1.0, 2.0]), "forward") != graph_key(scaled([1.0, 3.0]), "forward")
+    assert graph_key(scaled([1.0, 2.0]), "forward") != graph_key(scaled([1.0, 2.0]), "backward")
+    wider = make_fx(lambda t: t * torch.tensor([1.0, 2.0]), tracing_mode="fake")(torch.rand(3, 2))
+    assert graph_key(wider, "forward") != graph_key(scaled([1.0, 2.0]), "forward")

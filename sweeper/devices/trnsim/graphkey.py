@@ -19,14 +19,15 @@ import torch
 V = TypeVar("V")
 
 
-def graph_key(gm: torch.fx.GraphModule, name: str) -> str:
-    """Hex digest identifying ``gm`` (as lowered under ``name``)."""
+def graph_key(gm: torch.fx.GraphModule, name: str) -> str | None:
+    """Hex digest identifying ``gm`` (as lowered under ``name``); ``None`` when a constant
+    of the graph has no readable contents (then the graph is not to be reused)."""
     digest = hashlib.sha256(name.encode())
     digest.update(gm.code.encode())
     for node in gm.graph.nodes:
         digest.update(f"|{node.name}:{_meta(node.meta.get('val'))}".encode())
-        if node.op == "get_attr":
-            _update_constant(digest, gm, str(node.target))
+        if node.op == "get_attr" and not _update_constant(digest, gm, str(node.target)):
+            return None
     return digest.hexdigest()
 
 
@@ -39,16 +40,24 @@ def _meta(val: Any) -> str:
     return repr(val)
 
 
-def _update_constant(digest: Any, gm: torch.fx.GraphModule, target: str) -> None:
+def _update_constant(digest: Any, gm: torch.fx.GraphModule, target: str) -> bool:
+    """Add a ``get_attr`` value's contents to the digest; False when they are unreadable."""
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
     value: Any = gm
     for part in target.split("."):
         value = getattr(value, part, None)
-    if isinstance(value, torch.Tensor):
+    if not isinstance(value, torch.Tensor):
+        digest.update(repr(value).encode())
+        return True
+    if isinstance(value, FakeTensor) or value.is_meta or value.layout != torch.strided:
+        return False
+    # Compilers run inside AOT's fake mode: read the real constant outside it.
+    with unset_fake_temporarily(), torch.no_grad():
         data = value.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
         digest.update(f"{tuple(value.shape)}{value.dtype}".encode())
         digest.update(data.numpy().tobytes())
-    else:
-        digest.update(repr(value).encode())
+    return True
 
 
 class LRU(Generic[V]):

@@ -169,11 +169,13 @@ def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
     process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits). A graph already lowered in
     this process gets the verdict it got then."""
     with phases.phase("cache"):
-        key = f"{graph_key(gm, name)}:{_limits()}"
-        cached = _RESULTS.get(key)
+        digest = graph_key(gm, name)
+        key = f"{digest}:{_limits()}"
+        cached = _RESULTS.get(key) if digest else None
     if cached is None:
         cached = _lower_uncached(gm, name)
-        _RESULTS.put(key, cached)
+        if digest:
+            _RESULTS.put(key, cached)
     return cached
 
 
@@ -208,7 +210,8 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
             name = op_name(node.target)
             single = None if name in probes else _single_node(node)
             if single is not None:
-                probes[name] = (f"{graph_key(single, 'probe')}:{_limits()}", single)
+                digest = graph_key(single, "probe")  # a single-op probe has no constants
+                probes[name] = (f"{digest}:{_limits()}", single)
     known = {name: _PROBES.get(key) for name, (key, _) in probes.items()}
 
     def judge() -> tuple[str | None, list[str]]:
