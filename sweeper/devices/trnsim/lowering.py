@@ -149,8 +149,12 @@ def _import_isolated(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, l
 # Verdicts of graphs lowered in this process, by ``graph_key``: a graph seen again (the
 # same model checked twice, a recompile, the same subgraph between graph breaks) is not
 # lowered again. Single-op probes of ``blame`` likewise, by the probe's key.
-_RESULTS: LRU[LoweringResult] = LRU(64)
+_RESULTS: LRU[LoweringResult] = LRU(32)
 _PROBES: LRU[bool] = LRU(4096)
+
+
+# Outcomes that depend on the machine's load as much as on the graph: not reused.
+_CIRCUMSTANTIAL = ("lowering aborted: did not finish", "lowering aborted: ran out of memory or crashed")
 
 
 def _limits() -> str:
@@ -174,7 +178,7 @@ def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
         cached = _RESULTS.get(key) if digest else None
     if cached is None:
         cached = _lower_uncached(gm, name)
-        if digest:
+        if digest and not cached.message.startswith(_CIRCUMSTANTIAL):
             _RESULTS.put(key, cached)
     return cached
 
