@@ -33,10 +33,8 @@ from sweeper.devices.trnsim.graphcheck import (
     refuse_ops,
     symbolic_inputs,
 )
-from sweeper.devices.trnsim.profile import Profile
 
 _REGISTERED: dict[str, bool] = {}
-_TABLES: dict[str, dict] = {}  # decomposition table by profile hash
 # StableHLO of the graphs lowered so far, as (graph kind, module text): what the chip's
 # compiler would receive. Cleared by ``reset_lowered``.
 LOWERED: list[tuple[str, str]] = []
@@ -64,27 +62,18 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
 
     def stage(kind: str) -> Callable[..., Any]:
         def compile_graph(aten_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
-            with phases.phase(f"check.{kind}"):
-                check_graph(aten_gm, kind, profile)
+            check_graph(aten_gm, kind, profile)
             _lower(aten_gm, kind)
             return make_boxed_func(aten_gm.forward)
 
         return compile_graph
 
+    table = {op: fn for op, fn in lowering.decomposition_table().items()
+             if isinstance(op, torch._ops.OpOverload) and profile.policy(lowering.op_name(op), "compile") == "native"}
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
-                           inference_compiler=stage("inference"), decompositions=_decompositions(profile))
+                           inference_compiler=stage("inference"), decompositions=table)
     with phases.phase("aot"):
         return backend(gm, example_inputs)
-
-
-def _decompositions(profile: Profile) -> dict:
-    """Torch-MLIR's decompositions less the ops the profile does not compile natively;
-    built once per profile (every captured graph of every model uses the same table)."""
-    if profile.hash not in _TABLES:
-        _TABLES[profile.hash] = {
-            op: fn for op, fn in lowering.decomposition_table().items()
-            if isinstance(op, torch._ops.OpOverload) and profile.policy(lowering.op_name(op), "compile") == "native"}
-    return _TABLES[profile.hash]
 
 
 def _lower(gm: torch.fx.GraphModule, kind: str) -> None:

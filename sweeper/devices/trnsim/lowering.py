@@ -124,7 +124,7 @@ def _preload() -> None:
         import torch_mlir.fx  # noqa: F401
 
 
-def _timed_isolated(fn: Callable[[], Any], phase: str, *, extra_memory: int) -> Any:
+def _timed_isolated(fn: Callable[[], Any], phase: str, *, timeout: float, extra_memory: int) -> Any:
     """``fn()`` under the lowering limits; the child's own time is charged to ``phase``,
     the rest (fork, transfer, reaping) to ``isolate``."""
     def timed() -> tuple[Any, float, float]:
@@ -134,14 +134,14 @@ def _timed_isolated(fn: Callable[[], Any], phase: str, *, extra_memory: int) -> 
 
     _preload()
     with phases.phase("isolate"):
-        value, wall, cpu = run_isolated(timed, timeout=TIMEOUT_S, extra_memory=extra_memory)
+        value, wall, cpu = run_isolated(timed, timeout=timeout, extra_memory=extra_memory)
         phases.add(phase, wall, cpu, other_process=True)
     return value
 
 
-def _import_isolated(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]:
+def _import_isolated(gm: torch.fx.GraphModule, name: str, timeout: float) -> tuple[str | None, list[str]]:
     try:
-        return _timed_isolated(lambda: _import(gm, name), f"lower.{name}", extra_memory=MEMORY_BYTES)
+        return _timed_isolated(lambda: _import(gm, name), f"lower.{name}", timeout=timeout, extra_memory=MEMORY_BYTES)
     except Overrun as exc:
         return None, [f"lowering aborted: {exc}"]
 
@@ -151,8 +151,6 @@ def _import_isolated(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, l
 # lowered again. Single-op probes of ``blame`` likewise, by the probe's key.
 _RESULTS: LRU[LoweringResult] = LRU(32)
 _PROBES: LRU[bool] = LRU(4096)
-
-
 # Outcomes that depend on the machine's load as much as on the graph: not reused.
 _CIRCUMSTANTIAL = ("lowering aborted: did not finish", "lowering aborted: ran out of memory or crashed")
 
@@ -177,23 +175,21 @@ def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
         key = f"{digest}:{_limits()}"
         cached = _RESULTS.get(key) if digest else None
     if cached is None:
-        cached = _lower_uncached(gm, name)
+        # What the parent does around the children: copying and cleaning graphs for import.
+        with phases.phase("prepare"):
+            cached = _lower_uncached(gm, name)
         if digest and not cached.message.startswith(_CIRCUMSTANTIAL):
             _RESULTS.put(key, cached)
     return cached
 
 
 def _lower_uncached(gm: torch.fx.GraphModule, name: str) -> LoweringResult:
-    with phases.phase("prepare"):
-        prepared = prepare(gm)
-    text, diags = _import_isolated(prepared, name)
+    """``lower`` without the reuse of earlier verdicts."""
+    text, diags = _import_isolated(prepare(gm), name, TIMEOUT_S)
     if text is not None:
         return LoweringResult(True, stablehlo=text)
     joined = "\n".join(diags)
-    op = failing_op(joined)
-    if op is None:
-        with phases.phase("blame"):
-            op = blame(gm)
+    op = failing_op(joined) or blame(gm)
     first = next((d for d in diags if d.startswith("lowering aborted")), "") or \
         next((d for d in diags if "failed" in d or "error" in d.lower()), diags[0] if diags else "")
     return LoweringResult(False, op=op, message=first.strip().splitlines()[0][:300] if first else "lowering failed")
@@ -208,41 +204,42 @@ def failing_op(text: str) -> str | None:
 def blame(gm: torch.fx.GraphModule) -> str | None:
     """Lower each distinct op alone (in one child process); the first that fails is the op
     to blame. ``None`` when every op lowers alone (the failure is in their combination)."""
-    probes: dict[str, tuple[str, torch.fx.GraphModule]] = {}
+    probes: dict[str, torch.fx.GraphModule] = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
             name = op_name(node.target)
             single = None if name in probes else _single_node(node)
             if single is not None:
-                digest = graph_key(single, "probe")  # a single-op probe has no constants
-                probes[name] = (f"{digest}:{_limits()}", single)
-    known = {name: _PROBES.get(key) for name, (key, _) in probes.items()}
-
-    def judge() -> tuple[str | None, list[str]]:
-        # In graph order; probes judged before in this process answer without lowering.
-        passed = []
-        for name, (_, probe) in probes.items():
-            if known[name] is None and _import(prepare(probe), "probe")[0] is not None:
-                passed.append(name)
-            elif not known[name]:
-                return name, passed
-        return None, passed
-
-    for name, verdict in known.items():
+                probes[name] = prepare(single)
+    keys = {name: f"{graph_key(probe, 'probe')}:{_limits()}" for name, probe in probes.items()}
+    known = {name: _PROBES.get(key) for name, key in keys.items()}
+    for name, verdict in known.items():  # probes judged before in this process answer first
         if verdict is None:
             break
         if verdict is False:
             return name
     else:
         return None
+
+    def judge() -> tuple[str | None, list[str]]:
+        # In graph order, as without reuse: the first probe that fails is the one to blame.
+        passed = []
+        for name, probe in probes.items():
+            if known[name] is None and _import(probe, "probe")[0] is not None:
+                passed.append(name)
+            elif not known[name]:
+                return name, passed
+        return None, passed
+
     try:
-        failed, passed = _timed_isolated(judge, "lower.probes", extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
+        failed, passed = _timed_isolated(judge, "lower.probes", timeout=TIMEOUT_S,
+                                         extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
     except Overrun:
         return None
     for name in passed:
-        _PROBES.put(probes[name][0], True)
+        _PROBES.put(keys[name], True)
     if failed is not None:
-        _PROBES.put(probes[failed][0], False)
+        _PROBES.put(keys[failed], False)
     return failed
 
 
