@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import lowering, state
+from sweeper.devices.trnsim import lowering, phases, state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, LoweringToolError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
@@ -51,6 +51,11 @@ _KEEP_LOWERED = 16
 
 def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     """The Dynamo backend: profile checks, AOT autograd, per-graph lowering."""
+    with phases.phase("backend"):
+        return _compile(gm, example_inputs)
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
@@ -58,7 +63,8 @@ def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     if not profile.allows("dynamic_shapes") and symbolic_inputs(gm, example_inputs):
         _refuse(DynamicShapeError("trnsim compiles static shapes only: the graph has symbolic input shapes "
                                   "(torch.compile(dynamic=True) or automatic dynamic shapes)", feature="dynamic_shapes"))
-    ops = eager_ops(gm, example_inputs)
+    with phases.phase("scan"):
+        ops = eager_ops(gm, example_inputs)
     refuse_data_dependent(ops, profile)
     refuse_ops([name for name, dependent in ops.items() if not dependent], profile)
 
@@ -73,7 +79,8 @@ def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     table = compiler_decompositions(profile)
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
                            inference_compiler=stage("inference"), decompositions=table)
-    return backend(gm, example_inputs)
+    with phases.phase("aot"):
+        return backend(gm, example_inputs)
 
 
 def _lower(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:

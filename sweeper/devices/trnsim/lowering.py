@@ -12,11 +12,17 @@ from __future__ import annotations
 import operator
 import os
 import re
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from sweeper.devices.trnsim import phases
 from sweeper.devices.trnsim.canonical import canonicalize, is_non_op
+from sweeper.devices.trnsim.graphkey import LRU, graph_key
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 
 _OP_IN_DIAG = re.compile(r"torch\.aten\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)")
@@ -107,26 +113,83 @@ def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]
 # Limits for one lowering (seconds, extra bytes); a runaway pipeline is a compile error.
 TIMEOUT_S = float(os.environ.get("TRNSIM_LOWERING_TIMEOUT", "120"))
 MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 << 30))
+# A single-op probe (``blame``) has placeholder inputs and needs far less than a whole
+# graph: a probe that runs away (e.g. ``slice_scatter`` to the end of a dimension) is
+# stopped at this lower limit, seconds sooner, with the same op blamed.
+PROBE_MEMORY_BYTES = int(float(os.environ.get("TRNSIM_PROBE_MEMORY_GB", "1")) * (1 << 30))
 
 
 def _preload() -> None:
     """Import Torch-MLIR in this process, so each forked lowering starts with it loaded."""
-    import torch_mlir.compiler_utils
-    import torch_mlir.extras.fx_importer
-    import torch_mlir.fx  # noqa: F401
+    if "torch_mlir.fx" in sys.modules:
+        return
+    with phases.phase("import_mlir"):
+        import torch_mlir.compiler_utils
+        import torch_mlir.extras.fx_importer
+        import torch_mlir.fx  # noqa: F401
+
+
+def _timed_isolated(fn: Callable[[], Any], phase: str, *, timeout: float, extra_memory: int) -> Any:
+    """``fn()`` under the lowering limits; the child's own time is charged to ``phase``,
+    the rest (fork, transfer, reaping) to ``isolate``."""
+    def timed() -> tuple[Any, float, float]:
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        value = fn()
+        return value, time.perf_counter() - wall0, time.process_time() - cpu0
+
+    _preload()
+    with phases.phase("isolate"):
+        value, wall, cpu = run_isolated(timed, timeout=timeout, extra_memory=extra_memory)
+        phases.add(phase, wall, cpu, other_process=True)
+    return value
 
 
 def _import_isolated(gm: torch.fx.GraphModule, name: str, timeout: float) -> tuple[str | None, list[str]]:
-    _preload()
     try:
-        return run_isolated(lambda: _import(gm, name), timeout=timeout, extra_memory=MEMORY_BYTES)
+        return _timed_isolated(lambda: _import(gm, name), f"lower.{name}", timeout=timeout, extra_memory=MEMORY_BYTES)
     except Overrun as exc:
         return None, [f"lowering aborted: {exc}"]
 
 
+# Verdicts of graphs lowered in this process, by ``graph_key``: a graph seen again (the
+# same model checked twice, a recompile, the same subgraph between graph breaks) is not
+# lowered again. Single-op probes of ``blame`` likewise, by the probe's key.
+_RESULTS: LRU[LoweringResult] = LRU(32)
+_PROBES: LRU[bool] = LRU(4096)
+# Outcomes that depend on the machine's load as much as on the graph: not reused.
+_CIRCUMSTANTIAL = ("lowering aborted: did not finish", "lowering aborted: ran out of memory or crashed")
+
+
+def _limits() -> str:
+    """The limits a verdict was reached under (a verdict is reused under the same ones)."""
+    return f"{TIMEOUT_S}:{MEMORY_BYTES}:{PROBE_MEMORY_BYTES}"
+
+
+def clear_cache() -> None:
+    """Forget the lowering verdicts kept in this process."""
+    _RESULTS.clear()
+    _PROBES.clear()
+
+
 def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
     """Lower an aten FX graph (``meta['val']`` on its nodes) to StableHLO (in a child
-    process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits)."""
+    process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits). A graph already lowered in
+    this process gets the verdict it got then."""
+    with phases.phase("cache"):
+        digest = graph_key(gm, name)
+        key = f"{digest}:{_limits()}"
+        cached = _RESULTS.get(key) if digest else None
+    if cached is None:
+        # What the parent does around the children: copying and cleaning graphs for import.
+        with phases.phase("prepare"):
+            cached = _lower_uncached(gm, name)
+        if digest and not cached.message.startswith(_CIRCUMSTANTIAL):
+            _RESULTS.put(key, cached)
+    return cached
+
+
+def _lower_uncached(gm: torch.fx.GraphModule, name: str) -> LoweringResult:
+    """``lower`` without the reuse of earlier verdicts."""
     text, diags = _import_isolated(prepare(gm), name, TIMEOUT_S)
     if text is not None:
         return LoweringResult(True, stablehlo=text)
@@ -159,18 +222,36 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
             single = None if name in probes else _single_node(node)
             if single is not None:
                 probes[name] = prepare(single)
-
-    def first_failure() -> str | None:
-        for name, probe in probes.items():
-            if _import(probe, "probe")[0] is None:
-                return name
+    keys = {name: f"{graph_key(probe, 'probe')}:{_limits()}" for name, probe in probes.items()}
+    known = {name: _PROBES.get(key) for name, key in keys.items()}
+    for name, verdict in known.items():  # probes judged before in this process answer first
+        if verdict is None:
+            break
+        if verdict is False:
+            return name
+    else:
         return None
 
-    _preload()
+    def judge() -> tuple[str | None, list[str]]:
+        # In graph order, as without reuse: the first probe that fails is the one to blame.
+        passed = []
+        for name, probe in probes.items():
+            if known[name] is None and _import(probe, "probe")[0] is not None:
+                passed.append(name)
+            elif not known[name]:
+                return name, passed
+        return None, passed
+
     try:
-        return run_isolated(first_failure, timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+        failed, passed = _timed_isolated(judge, "lower.probes", timeout=TIMEOUT_S,
+                                         extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
     except Overrun:
         return None
+    for name in passed:
+        _PROBES.put(keys[name], True)
+    if failed is not None:
+        _PROBES.put(keys[failed], False)
+    return failed
 
 
 def op_name(op: torch._ops.OpOverload) -> str:

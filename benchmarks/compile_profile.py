@@ -1,0 +1,126 @@
+"""Where trnsim's compile stage spends its time, and how long it takes per zoo model.
+
+Runs the sweep's own check (``check_model``: build with tiny weights, forward, backward,
+compile) for the top N zoo model types on trnsim in this one process, as a sweep worker
+would, after a warm-up compile of a small MLP (first imports: Dynamo, Torch-MLIR). Prints
+each model's compile stage (wall and CPU seconds; CPU includes the lowering children and
+the autograd thread, so on shared cores it is the steadier figure), then the per-phase
+breakdown of tiny Llama's compile. ``rest`` is what the backend does not see: Dynamo's
+bytecode tracing and guards, and running the compiled graphs.
+
+    python benchmarks/compile_profile.py [--models N] [--types llama,bert]
+
+Last line: ``compile_profile median_s=<x> llama_s=<y>`` (wall seconds of the compile stage;
+``median_cpu_s`` and ``llama_cpu_s`` follow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of its reaped children."""
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + child.ru_utime + child.ru_stime
+
+
+def warm_up() -> None:
+    """Compile a small MLP forward + backward on trnsim: the first-use costs every worker
+    pays once (imports, Dynamo set-up), kept out of the models' figures."""
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)).to("trnsim")
+    torch.compile(model, backend="trnsim")(torch.randn(4, 8, device="trnsim")).sum().backward()
+
+
+def timed_compile_stage() -> dict[str, Any]:
+    """Wrap the sweep's compile stage to record its CPU seconds and phases per model."""
+    from sweeper import check, stages
+    from sweeper.devices.trnsim import phases
+    from sweeper.records import Stage
+
+    last: dict[str, Any] = {}
+
+    def compile_stage(ctx: stages.StageContext) -> None:
+        phases.reset()
+        cpu0 = cpu_seconds()
+        try:
+            stages.compile_stage(ctx)
+        finally:
+            last["cpu"] = cpu_seconds() - cpu0
+            last["phases"] = phases.snapshot()
+
+    check.STAGE_FUNCS[Stage.COMPILE] = compile_stage
+    return last
+
+
+def print_phases(name: str, wall: float, cpu: float, table: dict[str, Any]) -> None:
+    """The per-phase breakdown of one model's compile stage."""
+    print(f"\n{name}: compile stage {wall:.2f} s wall, {cpu:.2f} s CPU")
+    print(f"  {'phase':16s} {'wall_s':>7s} {'cpu_s':>7s} {'count':>5s}")
+    for phase, t in sorted(table.items(), key=lambda kv: -kv[1].wall):
+        print(f"  {phase:16s} {t.wall:7.2f} {t.cpu:7.2f} {t.count:5d}")
+    rest = wall - sum(t.wall for t in table.values())
+    print(f"  {'rest':16s} {rest:7.2f} {'':>7s}       (Dynamo tracing, guards, graph runs)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=10, help="top N zoo model types (default 10)")
+    parser.add_argument("--types", default="", help="comma-separated model types instead of the top N")
+    parser.add_argument("--phases", action="store_true", help="print every model's breakdown, not only llama's")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import torch
+
+    torch.set_num_threads(1)
+    from sweeper.check import check_model, device_for
+    from sweeper.config import SweepConfig
+    from sweeper.sources.zoo import zoo_ref, zoo_types
+
+    types = [t for t in args.types.split(",") if t] or list(zoo_types()[:args.models])
+    if "llama" not in types:
+        types.append("llama")
+    cfg = SweepConfig(device="trnsim")
+    device_for(cfg)
+    warm_up()
+    last = timed_compile_stage()
+    walls, cpus, llama = [], [], None
+    for rank, model_type in enumerate(types, start=1):
+        record = check_model(zoo_ref(model_type, rank), cfg)
+        stage = record.stages.get("compile")
+        if stage is None or stage.status.value == "blocked":
+            print(f"{model_type:14s} compile not reached: {record.status.value}")
+            continue
+        verdict = f"{stage.reason.kind.value} {stage.reason.op or ''}" if stage.reason else "pass"
+        print(f"{model_type:14s} {stage.seconds:6.2f} s wall {last['cpu']:6.2f} s CPU  {verdict}", flush=True)
+        walls.append(stage.seconds)
+        cpus.append(last["cpu"])
+        if model_type == "llama":
+            llama = (stage.seconds, last["cpu"], last["phases"])
+        elif args.phases:
+            print_phases(model_type, stage.seconds, last["cpu"], last["phases"])
+    if llama is not None:
+        print_phases("llama", *llama)
+    if not walls:
+        print("compile_profile: no model reached the compile stage", file=sys.stderr)
+        sys.exit(1)
+    llama_wall, llama_cpu = (llama[0], llama[1]) if llama else (float("nan"), float("nan"))
+    print(f"compile_profile median_s={statistics.median(walls):.2f} llama_s={llama_wall:.2f} "
+          f"median_cpu_s={statistics.median(cpus):.2f} llama_cpu_s={llama_cpu:.2f} models={len(walls)}")
+
+
+if __name__ == "__main__":
+    main()
