@@ -63,6 +63,12 @@ class NumericsError(SweeperError):
     reason_kind = ReasonKind.NUMERICS
 
 
+class NonFiniteReferenceError(SweeperError):
+    """The CPU reference itself is NaN/inf: the model's result, not the device's."""
+
+    reason_kind = ReasonKind.MODEL_ERROR
+
+
 class GraphBreakError(SweeperError):
     """Compilation produced graph breaks and the sweep treats them as failures."""
 

@@ -205,6 +205,9 @@ class ModelRecord:
     graph_break_reasons: list[str] = field(default_factory=list)
     compile_problems: list[str] = field(default_factory=list)
     max_abs_diff: float | None = None
+    # Device vs CPU reference per stage: {"forward": {max_abs, max_rel, within},
+    # "backward": {..., where}, "tolerance": {atol, rtol}, "nondeterministic": {...}}.
+    numerics: dict[str, Any] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
     num_parameters: int | None = None
     seconds: float = 0.0
