@@ -29,6 +29,7 @@ MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
+    "grad_max_rel_diff", "nondeterministic_diff",
 ]  # fmt: skip
 
 
@@ -201,7 +202,8 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
 
 
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
-          "seconds": "float64", "max_abs_diff": "float64"}  # fmt: skip
+          "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
+          "nondeterministic_diff": "float64"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -262,7 +264,17 @@ def _model_row(raw: dict) -> tuple:
         float(raw.get("seconds") or 0.0),
         diff if isinstance(diff, (int, float)) else None,
         raw.get("repro") or "",
+        _figure(raw, "backward", "max_rel"),
+        _figure(raw, "nondeterministic", "max_abs"),
     )
+
+
+def _figure(raw: dict, part: str, name: str) -> float | None:
+    """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
+    numerics = raw.get("numerics")
+    entry = numerics.get(part) if isinstance(numerics, dict) else None
+    value = entry.get(name) if isinstance(entry, dict) else None
+    return value if isinstance(value, (int, float)) else None
 
 
 _COUNT = MODEL_COLUMNS.index("blocker_count")
