@@ -139,11 +139,13 @@ def _format_error(ctx: StageContext, stage: str, got: dict[str, torch.Tensor]) -
             ctx.float32 = float32_run(built.model, built.inputs, seed=ctx.cfg.seed,
                                       has_labels=built.has_labels, grads=ctx.reference_grads is not None)
         except Exception as exc:  # noqa: BLE001 - no yardstick: the comparison stands
-            _numerics(ctx, "float32", f"failed: {type(exc).__name__}: {str(exc)[:200]}")
+            _numerics(ctx, "float32_run", f"failed: {type(exc).__name__}: {str(exc)[:200]}")
             return False
-    precise = {"output": ctx.float32.output} if stage == "forward" else ctx.float32.grads
-    ref = {"output": ctx.reference} if stage == "forward" else ctx.reference_grads
-    if not precise or ref is None or precise.get("output", 0) is None:
+    if stage == "forward":
+        precise, ref = {"output": ctx.float32.output}, {"output": ctx.reference}
+    else:
+        precise, ref = ctx.float32.grads or {}, ctx.reference_grads or {}
+    if any(v is None for v in (*precise.values(), *ref.values())) or not precise:
         return False
     verdict = format_error(got, ref, precise)
     ctx.findings.setdefault("numerics", {}).setdefault("float32", {})[stage] = verdict
