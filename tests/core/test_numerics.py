@@ -74,3 +74,19 @@ def test_floating_inputs_follow_the_model_dtype_and_integers_stay():
     assert cast["input_ids"].dtype == torch.long and cast["pair"][1].dtype == torch.bool
     assert cast["pixel_values"].dtype == cast["pair"][0].dtype == torch.bfloat16
     assert cast["use_cache"] is False
+
+
+def test_sweep_one_prints_forward_and_backward_figures_and_nondeterminism():
+    from sweeper.records import ModelRecord, Status
+    from sweeper.report_one import describe_record
+
+    record = ModelRecord(sweep_id="s", model_id="org/m", key="org/m", device="trnsim", status=Status.PASS,
+                         max_abs_diff=0.5, numerics={
+                             "forward": {"max_abs": 0.5, "max_rel": 0.25, "within": False},
+                             "backward": {"max_abs": 1e-6, "max_rel": 2e-6, "within": True, "where": "w"},
+                             "nondeterministic": {"max_abs": 0.4, "max_rel": 0.2, "within": False}})
+    text = describe_record(record)
+    assert "forward |device - cpu|: max 0.5 (relative 0.25)" in text
+    assert "backward |device - cpu|: max 1e-06 (relative 2e-06, worst w)" in text
+    assert "nondeterministic: two CPU runs differ by 0.4; not judged" in text
+    assert ModelRecord.from_json(record.to_json()).numerics == record.numerics
