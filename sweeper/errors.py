@@ -64,7 +64,7 @@ class NumericsError(SweeperError):
 
 
 class NonFiniteReferenceError(SweeperError):
-    """The CPU reference itself is NaN/inf: the model's result, not the device's."""
+    """The CPU reference itself has NaN: the model's result, not the device's."""
 
     reason_kind = ReasonKind.MODEL_ERROR
 

@@ -27,7 +27,7 @@ import torch
 
 from sweeper.tolerances import Tolerance, tolerance_for
 
-__all__ = ["Diff", "Tolerance", "compare", "compare_grads", "cpu_twin", "finite", "format_error", "seeded",
+__all__ = ["Diff", "Tolerance", "compare", "compare_grads", "cpu_twin", "has_nan", "format_error", "seeded",
            "tolerance_for"]
 
 
@@ -48,12 +48,19 @@ class Diff:
 
 
 def compare(got: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Diff:
-    """Compare one tensor with its reference (both moved to the CPU in float32)."""
+    """Compare one tensor with its reference (both moved to the CPU in float32).
+
+    Equal non-finite values count as matching (logits masked with -inf by design, on
+    both sides); a device value that differs from a non-finite reference does not.
+    """
     got32, ref32 = got.detach().to("cpu", torch.float32), ref.detach().to("cpu", torch.float32)
     if not ref32.numel():
         return Diff(0.0, 0.0, True)
-    max_abs = float((got32 - ref32).abs().max())
-    scale = float(ref32.abs().max())
+    diff = (got32 - ref32).abs()
+    diff[(got32 == ref32) | (got32.isnan() & ref32.isnan())] = 0.0
+    max_abs = float(diff.max())
+    finite_ref = ref32[ref32.isfinite()]
+    scale = float(finite_ref.abs().max()) if finite_ref.numel() else 0.0
     if math.isnan(max_abs):
         return Diff(max_abs, max_abs, False)
     max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
@@ -94,10 +101,10 @@ def _order(value: float) -> float:
     return math.inf if math.isnan(value) else value
 
 
-def finite(value: torch.Tensor | Mapping[str, torch.Tensor]) -> bool:
-    """Whether a tensor (or every tensor of a mapping) holds only finite numbers."""
+def has_nan(value: torch.Tensor | Mapping[str, torch.Tensor]) -> bool:
+    """Whether a tensor (or any tensor of a mapping) holds a NaN."""
     tensors = value.values() if isinstance(value, Mapping) else [value]
-    return all(bool(torch.isfinite(t.detach()).all()) for t in tensors if t.is_floating_point())
+    return any(bool(torch.isnan(t.detach()).any()) for t in tensors if t.is_floating_point())
 
 
 @contextlib.contextmanager

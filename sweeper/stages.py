@@ -17,7 +17,7 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
 from sweeper.materialize import Built, materialize
-from sweeper.numerics import Diff, Tolerance, compare, compare_grads, finite, format_error, seeded, tolerance_for
+from sweeper.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
 from sweeper.records import ModelRef, Reason, ReasonKind
 from sweeper.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, scalar_loss
 from sweeper.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
@@ -93,9 +93,10 @@ def forward(ctx: StageContext) -> None:
     got = first_float(ctx.output)
     if ctx.reference is None or got is None or got.shape != ctx.reference.shape:
         return
-    if not finite(ctx.reference):
-        raise NonFiniteReferenceError("the CPU reference output is not finite (NaN/inf): the model's own result, "
-                                      "so the device's cannot be judged against it")
+    if has_nan(ctx.reference):
+        # (Infinities are compared: -inf is how many models mask logits.)
+        raise NonFiniteReferenceError("the CPU reference output has NaN: the model's own result, so the "
+                                      "device's cannot be judged against it")
     tol = tolerance_for(ctx.cfg.dtype, atol=ctx.cfg.atol)
     diff = compare(got, ctx.reference, tol)
     _numerics(ctx, "forward", diff)
@@ -179,9 +180,9 @@ def _judge_gradients(ctx: StageContext) -> None:
     diff = compare_grads(got, ctx.reference_grads, tol)
     if diff is None:
         return
-    if not finite(ctx.reference_grads):
-        raise NonFiniteReferenceError("the CPU reference gradients are not finite (NaN/inf): the model's own "
-                                      "result, so the device's cannot be judged against them")
+    if has_nan(ctx.reference_grads):
+        raise NonFiniteReferenceError("the CPU reference gradients have NaN: the model's own result, so the "
+                                      "device's cannot be judged against them")
     _numerics(ctx, "backward", diff)
     if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or _format_error(ctx, "backward", got):
         return

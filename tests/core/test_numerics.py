@@ -28,6 +28,9 @@ def test_compare_is_relative_to_the_largest_reference_magnitude():
     assert not compare(ref + 1, ref, Tolerance(1e-3, 1e-3)).within
     nan = compare(torch.tensor([float("nan"), 1.0]), ref, Tolerance(1e-3, 1e-3))
     assert not nan.within
+    masked = torch.tensor([float("-inf"), 2.0])
+    assert compare(torch.tensor([float("-inf"), 2.0005]), masked, Tolerance(1e-3, 1e-3)).within
+    assert not compare(torch.tensor([-1e9, 2.0]), masked, Tolerance(1e-3, 1e-3)).within
 
 
 def test_gradients_are_judged_per_tensor_and_name_the_worst():
