@@ -64,9 +64,10 @@ class NumericsError(SweeperError):
 
 
 class NonFiniteReferenceError(SweeperError):
-    """The CPU reference itself has NaN: the model's result, not the device's."""
+    """The CPU reference itself has NaN: the model's result, not the device's (a CPU
+    control cannot overturn it: the CPU run is the evidence)."""
 
-    reason_kind = ReasonKind.MODEL_ERROR
+    reason_kind = ReasonKind.NONFINITE_REFERENCE
 
 
 class GraphBreakError(SweeperError):

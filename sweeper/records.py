@@ -67,6 +67,7 @@ class ReasonKind(str, Enum):
     INPUT_SYNTHESIS = "input_synthesis"
     CONFIG_ERROR = "config_error"
     MODEL_ERROR = "model_error"
+    NONFINITE_REFERENCE = "nonfinite_reference"  # the CPU reference has NaN: nothing to judge the device by
     HARNESS = "harness"
     UNKNOWN = "unknown"
 
@@ -120,6 +121,7 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
     ReasonKind.INPUT_SYNTHESIS: KindInfo(_H, Status.ERROR),
     ReasonKind.HARNESS: KindInfo(_H, Status.ERROR),
     ReasonKind.MODEL_ERROR: KindInfo(_M, Status.FAIL),
+    ReasonKind.NONFINITE_REFERENCE: KindInfo(_M, Status.FAIL),
     ReasonKind.UNKNOWN: KindInfo(_H, Status.ERROR),
 }
 

@@ -16,7 +16,7 @@ from sweeper import stages
 from sweeper.check import check_model
 from sweeper.config import SweepConfig
 from sweeper.materialize import Built
-from sweeper.records import DEVICE_KINDS, ModelRef, ReasonKind, Status
+from sweeper.records import ModelRef, Origin, ReasonKind, Status
 from sweeper.sources.zoo import zoo_ref
 
 STAGES = ("backward",)  # load, to_device, forward, backward
@@ -102,8 +102,8 @@ def test_a_device_that_is_off_still_fails_numerics(trnsim, monkeypatch):
 
 def test_a_nan_cpu_reference_is_the_models_not_the_devices(trnsim, monkeypatch):
     record = run(monkeypatch, lambda h: torch.log(h - 100))  # log of negatives: NaN on any device
-    assert record.reason.kind is ReasonKind.MODEL_ERROR
-    assert record.reason.kind not in DEVICE_KINDS
+    assert record.reason.kind is ReasonKind.NONFINITE_REFERENCE
+    assert record.reason.origin is Origin.MODEL  # and the CPU control does not overturn it
     assert "CPU reference output has NaN" in record.reason.message
     assert record.stages["forward"].status is Status.FAIL
 
