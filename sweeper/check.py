@@ -169,6 +169,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
         record.notes.update({k: v for k, v in built.notes.items() if isinstance(v, (str, int, float, bool))})
     findings = ctx.findings
     record.max_abs_diff = findings.get("max_abs_diff")
+    record.numerics = dict(findings.get("numerics") or {})
     record.graph_breaks = int(findings.get("graph_breaks", 0))
     record.graph_break_reasons = list(findings.get("graph_break_reasons", []))
     for key in ("compile_backend", "params_with_grad", "retied_weights"):

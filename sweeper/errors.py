@@ -63,6 +63,13 @@ class NumericsError(SweeperError):
     reason_kind = ReasonKind.NUMERICS
 
 
+class NonFiniteReferenceError(SweeperError):
+    """The CPU reference itself has NaN: the model's result, not the device's (a CPU
+    control cannot overturn it: the CPU run is the evidence)."""
+
+    reason_kind = ReasonKind.NONFINITE_REFERENCE
+
+
 class GraphBreakError(SweeperError):
     """Compilation produced graph breaks and the sweep treats them as failures."""
 

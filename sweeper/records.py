@@ -67,6 +67,7 @@ class ReasonKind(str, Enum):
     INPUT_SYNTHESIS = "input_synthesis"
     CONFIG_ERROR = "config_error"
     MODEL_ERROR = "model_error"
+    NONFINITE_REFERENCE = "nonfinite_reference"  # the CPU reference has NaN: nothing to judge the device by
     HARNESS = "harness"
     UNKNOWN = "unknown"
 
@@ -120,6 +121,7 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
     ReasonKind.INPUT_SYNTHESIS: KindInfo(_H, Status.ERROR),
     ReasonKind.HARNESS: KindInfo(_H, Status.ERROR),
     ReasonKind.MODEL_ERROR: KindInfo(_M, Status.FAIL),
+    ReasonKind.NONFINITE_REFERENCE: KindInfo(_M, Status.FAIL),
     ReasonKind.UNKNOWN: KindInfo(_H, Status.ERROR),
 }
 
@@ -269,6 +271,9 @@ class ModelRecord:
     graph_break_reasons: list[str] = field(default_factory=list)
     compile_problems: list[str] = field(default_factory=list)
     max_abs_diff: float | None = None
+    # Device vs CPU reference per stage: {"forward": {max_abs, max_rel, within},
+    # "backward": {..., where}, "tolerance": {atol, rtol}, "nondeterministic": {...}}.
+    numerics: dict[str, Any] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
     num_parameters: int | None = None
     seconds: float = 0.0

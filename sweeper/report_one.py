@@ -32,7 +32,22 @@ def describe_record(record: ModelRecord) -> str:
         lines.append(f"graph breaks: {record.graph_breaks}")
         lines.extend(f"  - {reason}" for reason in record.graph_break_reasons[:10])
     lines.extend(f"compile problem: {p}" for p in record.compile_problems[:10])
-    if record.max_abs_diff is not None:
-        lines.append(f"max |device - cpu|: {record.max_abs_diff:.3g}")
+    lines.extend(_numerics(record))
     lines.append(f"repro: {record.repro}")
     return "\n".join(lines)
+
+
+def _numerics(record: ModelRecord) -> list[str]:
+    """Device vs CPU per stage (absolute and relative), and a nondeterministic verdict."""
+    n = record.numerics or {}
+    lines = []
+    for stage in ("forward", "backward"):
+        d = n.get(stage)
+        if isinstance(d, dict):
+            where = f", worst {d['where']}" if d.get("where") else ""
+            lines.append(f"{stage} |device - cpu|: max {d['max_abs']:.3g} (relative {d['max_rel']:.3g}{where})")
+    if not lines and record.max_abs_diff is not None:
+        lines.append(f"max |device - cpu|: {record.max_abs_diff:.3g}")
+    if isinstance(n.get("nondeterministic"), dict):
+        lines.append(f"nondeterministic: two CPU runs differ by {n['nondeterministic']['max_abs']:.3g}; not judged")
+    return lines

@@ -8,7 +8,6 @@ record needs (fallbacks, graph breaks, numerics) in ``ctx.findings``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +15,11 @@ import torch
 
 from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
-from sweeper.errors import NoGradientError, NumericsError, SweeperError
+from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
 from sweeper.materialize import Built, materialize
+from sweeper.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
 from sweeper.records import ModelRef, Reason, ReasonKind
+from sweeper.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, scalar_loss
 from sweeper.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 
 
@@ -38,18 +39,23 @@ class StageContext:
     built: Built | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
     output: Any = None
-    reference: torch.Tensor | None = None
+    reference: torch.Tensor | None = None  # the CPU run's first float output
+    reference_grads: dict[str, torch.Tensor] | None = None  # the CPU run's parameter gradients
+    float32: Run | None = None  # a float32 CPU run, made only when a reduced-precision check needs it
     findings: dict[str, Any] = field(default_factory=dict)
     soft_reasons: list[Reason] = field(default_factory=list)
 
 
 def load(ctx: StageContext) -> None:
-    """Build the model and inputs on the CPU; keep a CPU reference output for numerics."""
+    """Build the model and inputs on the CPU; run the CPU reference for numerics."""
     ctx.built = materialize(ctx.ref, ctx.cfg)
-    if ctx.device.torch_device != "cpu" and "forward" in ctx.cfg.stages:
-        with torch.no_grad():
-            ctx.reference = _first_float(ctx.built.model(**ctx.built.inputs))
-            ctx.reference = ctx.reference.detach().clone() if ctx.reference is not None else None
+    wanted = set(ctx.cfg.stages)
+    if ctx.device.torch_device != "cpu" and wanted & {"forward", "backward"}:
+        run = cpu_reference(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.seed,
+                            has_labels=ctx.built.has_labels, grads="backward" in wanted)
+        ctx.reference, ctx.reference_grads = run.output, run.grads
+        if run.note:
+            _numerics(ctx, "backward_reference", run.note)
 
 
 def to_device(ctx: StageContext) -> None:
@@ -66,6 +72,8 @@ def to_device(ctx: StageContext) -> None:
         # everything else, and report the untying as this stage's failure.
         with contextlib.suppress(Exception):
             built.model.tie_weights()
+        # Ties the re-tie missed: their gradients are split, so the gradient check skips them.
+        ctx.findings["untied_params"] = [n for g in broken_groups(built.model, groups) for n in g]
         raise UntiedWeightsError(
             f".to({ctx.device.torch_device!r}) untied {len(broken)} tied parameter group(s): "
             + "; ".join(" = ".join(g) for g in broken[:3])
@@ -76,18 +84,75 @@ def to_device(ctx: StageContext) -> None:
 
 
 def forward(ctx: StageContext) -> None:
-    """Run the model on the device; compare with the CPU reference."""
+    """Run the model on the device (eval mode, the CPU run's seed); compare with the CPU."""
     built = _built(ctx)
-    ctx.output = built.model(**ctx.inputs)
+    built.model.eval()
+    with seeded(ctx.cfg.seed):
+        ctx.output = built.model(**ctx.inputs)
     ctx.device.synchronize()
-    got = _first_float(ctx.output)
-    if ctx.reference is not None and got is not None and got.shape == ctx.reference.shape:
-        diff = (got.detach().float().cpu() - ctx.reference.float()).abs()
-        max_diff = float(diff.max()) if diff.numel() else 0.0
-        ctx.findings["max_abs_diff"] = max_diff
-        scale = max(1.0, float(ctx.reference.float().abs().max()) if ctx.reference.numel() else 1.0)
-        if not max_diff <= ctx.cfg.atol * scale:
-            raise NumericsError(f"max |device - cpu| = {max_diff:.3g} exceeds {ctx.cfg.atol:g} x {scale:.3g}")
+    got = first_float(ctx.output)
+    if ctx.reference is None or got is None or got.shape != ctx.reference.shape:
+        return
+    if has_nan(ctx.reference):
+        # (Infinities are compared: -inf is how many models mask logits.)
+        raise NonFiniteReferenceError("the CPU reference output has NaN: the model's own result, so the "
+                                      "device's cannot be judged against it")
+    tol = tolerance_for(ctx.cfg.dtype, atol=ctx.cfg.atol)
+    diff = compare(got, ctx.reference, tol)
+    _numerics(ctx, "forward", diff)
+    _numerics(ctx, "tolerance", tol.to_dict())
+    ctx.findings["max_abs_diff"] = diff.max_abs
+    if diff.within or _nondeterministic(ctx, tol) or _format_error(ctx, "forward", {"output": got}):
+        return
+    raise NumericsError(f"max |device - cpu| = {diff.max_abs:.3g} exceeds max({tol.atol:g}, {tol.rtol:g} x "
+                        f"max|cpu|) (relative {diff.max_rel:.3g})")
+
+
+def _nondeterministic(ctx: StageContext, tol: Tolerance) -> bool:
+    """Whether a second CPU run, with another seed, differs from the first past ``tol``.
+
+    Another seed, because a device's generator need not draw the CPU's numbers for the
+    same seed: an output that moves with the RNG state (or with kernels that are not
+    deterministic) cannot judge the device. Recorded, not a failure.
+    """
+    built = _built(ctx)
+    assert ctx.reference is not None
+    try:
+        again = cpu_rerun(built.model, built.inputs, seed=ctx.cfg.seed + 1).output
+    except Exception as exc:  # noqa: BLE001 - an inconclusive control leaves the verdict to the device run
+        _numerics(ctx, "cpu_rerun", f"failed: {type(exc).__name__}: {str(exc)[:200]}")
+        return False
+    if again is None or again.shape != ctx.reference.shape:
+        return False
+    diff = compare(again, ctx.reference, tol)
+    if diff.within:
+        return False
+    _numerics(ctx, "nondeterministic", diff)
+    return True
+
+
+def _format_error(ctx: StageContext, stage: str, got: dict[str, torch.Tensor]) -> bool:
+    """For a reduced-precision sweep: whether the difference is the format's rounding
+    (see ``numerics.FORMAT_MULTIPLIER``). One float32 CPU run serves forward and backward."""
+    if ctx.cfg.dtype == "float32":
+        return False
+    built = _built(ctx)
+    if ctx.float32 is None:
+        try:
+            ctx.float32 = float32_run(built.model, built.inputs, seed=ctx.cfg.seed,
+                                      has_labels=built.has_labels, grads=ctx.reference_grads is not None)
+        except Exception as exc:  # noqa: BLE001 - no yardstick: the comparison stands
+            _numerics(ctx, "float32_run", f"failed: {type(exc).__name__}: {str(exc)[:200]}")
+            return False
+    if stage == "forward":
+        precise, ref = {"output": ctx.float32.output}, {"output": ctx.reference}
+    else:
+        precise, ref = ctx.float32.grads or {}, ctx.reference_grads or {}
+    if any(v is None for v in (*precise.values(), *ref.values())) or not precise:
+        return False
+    verdict = format_error(got, ref, precise)
+    ctx.findings.setdefault("numerics", {}).setdefault("float32", {})[stage] = verdict
+    return bool(verdict["within"])
 
 
 def backward(ctx: StageContext) -> None:
@@ -102,6 +167,28 @@ def backward(ctx: StageContext) -> None:
     ctx.findings["params_with_grad"] = f"{with_grad}/{len(params)}"
     if params and with_grad == 0:
         raise NoGradientError("backward ran but no parameter received a gradient")
+    _judge_gradients(ctx)
+
+
+def _judge_gradients(ctx: StageContext) -> None:
+    """Compare parameter gradients with the CPU run's (same model, inputs, seed)."""
+    if not ctx.reference_grads:
+        return
+    untied = set(ctx.findings.get("untied_params", ()))  # already the untied_weights blocker
+    got = {n: p.grad for n, p in _built(ctx).model.named_parameters() if p.grad is not None and n not in untied}
+    tol = tolerance_for(ctx.cfg.dtype, atol=ctx.cfg.atol)
+    diff = compare_grads(got, ctx.reference_grads, tol)
+    if diff is None:
+        return
+    if has_nan(ctx.reference_grads):
+        raise NonFiniteReferenceError("the CPU reference gradients have NaN: the model's own result, so the "
+                                      "device's cannot be judged against them")
+    _numerics(ctx, "backward", diff)
+    if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or _format_error(ctx, "backward", got):
+        return
+    raise NumericsError(f"gradients: max |device - cpu| = {diff.max_abs:.3g} (relative {diff.max_rel:.3g}, "
+                        f"worst {diff.where}) exceeds max({tol.atol:g} x max|cpu grad|, {tol.rtol:g} x the "
+                        "parameter's max|cpu grad|)")
 
 
 def compile_stage(ctx: StageContext) -> None:
@@ -126,15 +213,11 @@ def compile_stage(ctx: StageContext) -> None:
         ctx.findings["compile_backend"] = backend
 
 
-def scalar_loss(output: Any, *, has_labels: bool) -> torch.Tensor:
-    """The model's own loss when labels were given, else the mean of its float outputs."""
-    loss = getattr(output, "loss", None) if has_labels else None
-    if isinstance(loss, torch.Tensor) and loss.requires_grad:
-        return loss if loss.dim() == 0 else loss.mean()
-    parts = [t.float().mean() for t in _float_tensors(output) if t.requires_grad and t.numel()]
-    if not parts:
-        raise NoGradientError("the model returned no float output that depends on its parameters")
-    return torch.stack(parts).sum()
+def _numerics(ctx: StageContext, key: str, value: Any) -> None:
+    """Record one numerics figure (the record's ``numerics`` field)."""
+    if isinstance(value, Diff):
+        value = value.to_dict()
+    ctx.findings.setdefault("numerics", {})[key] = value
 
 
 def _built(ctx: StageContext) -> Built:
@@ -151,24 +234,3 @@ def _move(value: Any, device: str) -> Any:
     if isinstance(value, dict):
         return {k: _move(v, device) for k, v in value.items()}
     return value
-
-
-def _float_tensors(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:
-    if depth > 4:
-        return
-    if isinstance(value, torch.Tensor):
-        if value.is_floating_point():
-            yield value
-    elif isinstance(value, dict) or hasattr(value, "to_tuple"):
-        items = value.values() if isinstance(value, dict) else value.to_tuple()
-        for item in items:
-            yield from _float_tensors(item, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _float_tensors(item, depth + 1)
-
-
-def _first_float(output: Any) -> torch.Tensor | None:
-    for tensor in _float_tensors(output):
-        return tensor
-    return None

@@ -17,7 +17,7 @@ from sweeper.materialize.configs import LEVELS, config_to_dict, shrink_config_di
 from sweeper.materialize.fitting import fit_widths
 from sweeper.materialize.heads import kind_of_class
 from sweeper.materialize.images import wants_images, with_images
-from sweeper.materialize.inputs import make_inputs
+from sweeper.materialize.inputs import cast_floating, make_inputs, model_dtype
 from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
 from sweeper.records import ModelRef, ReasonKind
 
@@ -158,6 +158,7 @@ def build(ref: ModelRef, cfg: Any) -> Built:
         inputs, notes["images"] = with_images(
             model, inputs, head_kind=kind, batch=cfg.batch_size, seq=cfg.seq_len, seed=cfg.seed
         )
+        inputs = cast_floating(inputs, model_dtype(model))
     return Built(
         model=model, inputs=inputs, architecture=head, model_type=model_type,
         num_parameters=sum(p.numel() for p in model.parameters()), config=model.config,

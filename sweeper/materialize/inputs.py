@@ -168,4 +168,25 @@ def make_inputs(
         ctx.inputs["use_cache"] = False
     extra = _labels(ctx, head_kind)
     ctx.inputs.update(extra)
-    return ctx.inputs, bool(extra)
+    return cast_floating(ctx.inputs, model_dtype(model)), bool(extra)
+
+
+def model_dtype(model: Any) -> Any:
+    """The dtype of the model's floating parameters (float32 when it has none)."""
+    import torch
+
+    return next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+
+
+def cast_floating(value: Any, dtype: Any) -> Any:
+    """Floating tensors cast to ``dtype``, as a user of a bfloat16 model casts the
+    features and pixels fed to it; ids, integer masks and plain values unchanged."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
+    if isinstance(value, dict):
+        return {k: cast_floating(v, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(cast_floating(v, dtype) for v in value)
+    return value

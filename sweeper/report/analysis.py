@@ -132,5 +132,6 @@ def summary(a: Analysis) -> dict[str, Any]:
             **{k: _plain(v) for k, v in a.numerics.items() if not isinstance(v, pd.DataFrame)},
             "buckets": records(a.numerics["buckets"], None),
             "largest": records(a.numerics["worst"], None),
+            "nondeterministic": records(a.numerics["nondeterministic"], None),
         },
     }

@@ -42,7 +42,7 @@ MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
-    "config_source",
+    "config_source", "grad_max_rel_diff", "nondeterministic_diff",
 ]  # fmt: skip
 
 
@@ -238,7 +238,8 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
 
 
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
-          "seconds": "float64", "max_abs_diff": "float64"}  # fmt: skip
+          "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
+          "nondeterministic_diff": "float64"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -301,7 +302,17 @@ def _model_row(raw: dict, blockers: list[tuple]) -> tuple:
         diff if isinstance(diff, (int, float)) else None,
         raw.get("repro") or "",
         (raw.get("notes") or {}).get("config_source") if isinstance(raw.get("notes"), dict) else None,
+        _figure(raw, "backward", "max_rel"),
+        _figure(raw, "nondeterministic", "max_abs"),
     )
+
+
+def _figure(raw: dict, part: str, name: str) -> float | None:
+    """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
+    numerics = raw.get("numerics")
+    entry = numerics.get(part) if isinstance(numerics, dict) else None
+    value = entry.get(name) if isinstance(entry, dict) else None
+    return value if isinstance(value, (int, float)) else None
 
 
 def _stage_statuses(recorded: dict[str, str], died_in: Any, stages: list[str]) -> tuple[str | None, ...]:

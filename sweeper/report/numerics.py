@@ -1,18 +1,23 @@
-"""Numerics: how far each model's forward output on the device is from the CPU's.
+"""Numerics: how far each model's results on the device are from the CPU's.
 
-The forward stage runs the model on the CPU first and keeps the output as a reference;
-``max_abs_diff`` is the largest |device - cpu| over its float outputs. Models whose
-difference passes the tolerance fail with the reason ``numerics``.
+The load stage runs the model on the CPU first (same seed, eval mode, same dtype) and
+keeps its output and gradients as the reference; ``max_abs_diff`` is the largest
+|device - cpu| over its first float output, ``numerics.backward`` the same over parameter
+gradients. Models past the tolerance fail with the reason ``numerics``, unless a second
+CPU run differs from the first too: those are ``nondeterministic``, shown apart and not
+judged.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
 
 from sweeper.report.aggregate import weight
 from sweeper.report.load import SweepData
+from sweeper.tolerances import tolerance_for
 
 # Upper bounds of the buckets after "identical" (0); the last bucket is everything above.
 BOUNDS = (1e-6, 1e-5, 1e-4, 1e-3)
@@ -36,8 +41,9 @@ def numerics(data: SweepData) -> dict[str, Any]:
     """
     m = data.models
     over = set(data.blockers.loc[data.blockers["kind"] == "numerics", "key"])
+    random = m["nondeterministic_diff"].notna()
     diffs_all = m["max_abs_diff"]
-    compared = m[diffs_all.notna() | m["key"].isin(over)]
+    compared = m[(diffs_all.notna() | m["key"].isin(over)) & ~random]
     diffs = compared["max_abs_diff"]
     edges = [(0.0, None), *zip(BOUNDS, (0.0, *BOUNDS[:-1]), strict=True), (None, BOUNDS[-1])]
     rows = []
@@ -55,15 +61,41 @@ def numerics(data: SweepData) -> dict[str, Any]:
     )
     worst = worst.sort_values(["over_tolerance", "not_finite", "max_abs_diff", "key"],
                               ascending=[False, False, False, True]).head(WORST)
-    atol = (data.meta.get("config") or {}).get("atol")
+    config = data.meta.get("config") or {}
+    dtype = config.get("dtype") or "float32"
+    tol = tolerance_for(dtype, atol=config["atol"]) if config.get("atol") is not None else None
     return {
         "compared": len(compared),
         "identical": int((diffs == 0).sum()),
         "over_tolerance": len(over),
-        "atol": atol,
+        "atol": tol.atol if tol else None,
+        "rtol": tol.rtol if tol else None,
+        "dtype": dtype,
         "buckets": pd.DataFrame(rows),
         "worst": worst[["model_id", "downloads", "max_abs_diff", "status", "reason_kind", "over_tolerance"]],
+        **_gradients(m, over, data),
+        "nondeterministic": m[random].sort_values(["nondeterministic_diff", "key"], ascending=[False, True])[
+            ["model_id", "downloads", "max_abs_diff", "nondeterministic_diff"]],
     }
+
+
+def _gradients(m: pd.DataFrame, over: set[str], data: SweepData) -> dict[str, Any]:
+    """Models whose gradients were compared, how many are past the tolerance, the worst."""
+    rel = m["grad_max_rel_diff"]
+    grads = m[rel.notna()]
+    backward_over = data.blockers[(data.blockers["kind"] == "numerics")
+                                  & data.blockers["message"].astype(str).str.startswith("gradients")]
+    worst = grads.loc[rel[rel.notna()].idxmax()] if len(grads) else None
+    return {
+        "grads_compared": len(grads),
+        "grads_over_tolerance": int(backward_over["key"].nunique()),
+        "grads_worst": None if worst is None else {"model_id": worst["model_id"], "max_rel": _finite(worst["grad_max_rel_diff"])},
+    }
+
+
+def _finite(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _bucket(label: str, models: pd.DataFrame) -> dict[str, Any]:

@@ -243,8 +243,11 @@ MODEL_TABLE_COLUMNS = [
 def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
     """The spread of max |device − cpu| over forward outputs, and the models furthest off."""
     if not n["compared"]:
-        return "_No model ran its forward on both the device and the CPU._"
-    tolerance = f" (atol {n['atol']:g} × the output's scale)" if n.get("atol") is not None else ""
+        return "_No model ran its forward on both the device and the CPU._" + _grads_and_random(n, weighted, link)
+    tolerance = ""
+    if n.get("atol") is not None:
+        rtol = f", rtol {n['rtol']:g}" if n.get("rtol") not in (None, n["atol"]) else ""
+        tolerance = f" (atol {n['atol']:g}{rtol} × the output's scale, {md(n.get('dtype') or 'float32')})"
     intro = (f"{num(n['compared'])} models ran their forward on the device and on the CPU "
              "(the difference is the largest |device − cpu| over the float outputs); "
              f"{num(n['identical'])} match bit for bit, and {num(n['over_tolerance'])} differ past the "
@@ -255,7 +258,7 @@ def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
                                headers, keep), align_for(keep))
     worst = n["worst"]
     if worst.empty:
-        return f"{intro}\n\n{spread}"
+        return f"{intro}\n\n{spread}" + _grads_and_random(n, weighted, link)
     headers = ["model", "downloads", "max abs difference", "outcome"]
 
     def cells(r: Any) -> list[Any]:
@@ -266,4 +269,29 @@ def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
 
     keep = _dl(weighted, headers)
     largest = table(keep, _rows(worst, cells, headers, keep), align_for(keep))
-    return f"{intro}\n\n{spread}\n\nThe largest differences:\n\n{largest}"
+    return f"{intro}\n\n{spread}\n\nThe largest differences:\n\n{largest}" + _grads_and_random(n, weighted, link)
+
+
+def _grads_and_random(n: dict[str, Any], weighted: bool, link: bool) -> str:
+    """Gradient comparisons and nondeterministic models, when the sweep has any."""
+    parts = []
+    if n.get("grads_compared"):
+        worst = n["grads_worst"]
+        parts.append(f"Gradients after backward: {num(n['grads_compared'])} models compared with the CPU's, "
+                     f"{num(n['grads_over_tolerance'])} past the tolerance and fail with `numerics` on the backward "
+                     f"stage; the largest relative difference is {_diff(worst['max_rel'])} "
+                     f"({model_link(worst['model_id'], link=link)}).")
+    random = n.get("nondeterministic")
+    if random is not None and len(random):
+        headers = ["model", "downloads", "device − cpu", "cpu − cpu"]
+        keep = _dl(weighted, headers)
+        rows = _rows(random, lambda r: [model_link(r.model_id, link=link), compact(r.downloads),
+                                        _diff(r.max_abs_diff), _diff(r.nondeterministic_diff)], headers, keep)
+        parts.append(f"{num(len(random))} nondeterministic models: two CPU runs differ past the tolerance (their "
+                     "output moves with the RNG state), so the device is not judged on them and they do not fail:"
+                     f"\n\n{table(keep, rows, align_for(keep))}")
+    return "".join(f"\n\n{p}" for p in parts)
+
+
+def _diff(value: Any) -> str:
+    return "not finite" if value is None or pd.isna(value) else f"{value:.3g}"

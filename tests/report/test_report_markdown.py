@@ -171,3 +171,26 @@ def test_numerics_spread_and_the_models_furthest_off(tmp_path: Path) -> None:
     # No Hub link for an id that is not a Hub id; its pipe escaped, so the row keeps 4 cells.
     assert rows[1] == "| org/a\\|b | 600 | 6.25 | over tolerance |"
     assert len(rows) == 3 and rows[2].startswith("| [org/close]")
+
+
+def test_numerics_shows_gradients_and_nondeterministic_models_apart(tmp_path: Path) -> None:
+    grads = {"forward": {"max_abs": 0.0, "max_rel": 0.0, "within": True},
+             "backward": {"max_abs": 1e-7, "max_rel": 3e-7, "within": True}}
+    records = [
+        record("org/exact", 1, 1000, max_abs_diff=0.0, numerics=grads),
+        record("org/grad-off", 2, 800, "fail", fail_at="backward", max_abs_diff=0.0,
+               blockers=[reason("numerics", None, "gradients: max |device - cpu| = 0.5 exceeds 0.001")],
+               numerics={**grads, "backward": {"max_abs": 0.5, "max_rel": 0.25, "within": False}}),
+        # Its CPU runs differ: over tolerance on the device, yet passing and not in the spread.
+        record("org/vilt", 3, 600, max_abs_diff=0.8,
+               numerics={"forward": {"max_abs": 0.8, "max_rel": 0.4, "within": False},
+                         "nondeterministic": {"max_abs": 0.7, "max_rel": 0.35, "within": False}}),
+    ]  # fmt: skip
+    text = section(report_for(tmp_path, records, {"config": {"atol": 0.001, "dtype": "bfloat16"}}), "Numerics")
+    assert "2 models ran their forward on the device and on the CPU" in text
+    assert "(atol 0.01, rtol 0.03 × the output's scale, bfloat16)" in text
+    assert "| > 0.001 | 0 | 0 |" in text
+    assert ("Gradients after backward: 2 models compared with the CPU's, 1 past the tolerance and fail with "
+            "`numerics` on the backward stage; the largest relative difference is 0.25 ([org/grad-off]") in text
+    assert "1 nondeterministic models: two CPU runs differ past the tolerance" in text
+    assert "| [org/vilt](https://huggingface.co/org/vilt) | 600 | 0.8 | 0.7 |" in text

@@ -1,0 +1,95 @@
+"""The comparison arithmetic: tolerances per dtype, gradient diffs, the float32 yardstick."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from sweeper.materialize.inputs import cast_floating
+from sweeper.numerics import Tolerance, compare, compare_grads, cpu_twin, format_error, seeded, tolerance_for
+
+
+def test_float32_keeps_the_sweep_atol_and_bfloat16_is_looser():
+    assert tolerance_for("float32", atol=1e-3) == Tolerance(1e-3, 1e-3)
+    bf16 = tolerance_for("bfloat16", atol=1e-3)
+    assert bf16.rtol > 1e-2 and bf16.atol >= 1e-3
+    # The sweep's setting is a floor for every dtype.
+    assert tolerance_for("bfloat16", atol=0.5) == Tolerance(0.5, 0.5)
+
+
+def test_compare_is_relative_to_the_largest_reference_magnitude():
+    ref = torch.tensor([100.0, 1.0])
+    diff = compare(ref + torch.tensor([0.05, 0.0]), ref, Tolerance(1e-3, 1e-3))
+    assert diff.max_abs == pytest.approx(0.05, rel=1e-4) and diff.max_rel == pytest.approx(5e-4, rel=1e-3)
+    assert diff.within  # 0.05 <= 1e-3 x 100
+    assert not compare(ref + 1, ref, Tolerance(1e-3, 1e-3)).within
+    nan = compare(torch.tensor([float("nan"), 1.0]), ref, Tolerance(1e-3, 1e-3))
+    assert not nan.within
+    masked = torch.tensor([float("-inf"), 2.0])
+    assert compare(torch.tensor([float("-inf"), 2.0005]), masked, Tolerance(1e-3, 1e-3)).within
+    assert not compare(torch.tensor([-1e9, 2.0]), masked, Tolerance(1e-3, 1e-3)).within
+
+
+def test_gradients_are_judged_per_tensor_and_name_the_worst():
+    ref = {"big": torch.ones(4), "small": torch.full((4,), 1e-3), "vanishing": torch.zeros(2)}
+    noise = {"big": ref["big"], "small": ref["small"], "vanishing": torch.full((2,), 1e-5)}
+    assert compare_grads(noise, ref, Tolerance(1e-3, 1e-3)).within  # 1e-5 against the model's scale
+    wrong = {**ref, "small": ref["small"] * 2}
+    diff = compare_grads(wrong, ref, Tolerance(1e-4, 1e-3))
+    assert not diff.within and diff.where == "small"
+    assert diff.max_rel == pytest.approx(1e-3, rel=1e-3)  # relative to the largest gradient
+    assert compare_grads({"other": torch.ones(1)}, ref, Tolerance(1e-3, 1e-3)) is None
+
+
+def test_format_error_passes_a_device_no_further_from_float32_than_the_cpu():
+    precise = {"w": torch.linspace(-1, 1, 64)}
+    cpu = {"w": precise["w"].bfloat16()}
+    close = {"w": (precise["w"] + 2e-3).bfloat16()}
+    assert format_error(close, cpu, precise)["within"]
+    far = {"w": (precise["w"] + 0.2).bfloat16()}
+    verdict = format_error(far, cpu, precise)
+    assert not verdict["within"] and verdict["device_vs_float32"] > verdict["cpu_vs_float32"]
+
+
+def test_seeded_sets_torch_python_and_numpy_alike():
+    with seeded(7):
+        first = (torch.rand(2), random.random(), np.random.rand())
+    with seeded(7):
+        second = (torch.rand(2), random.random(), np.random.rand())
+    assert torch.equal(first[0], second[0]) and first[1:] == second[1:]
+
+
+def test_cpu_twin_copies_weights_and_keeps_ties():
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 5, bias=False))
+    model[1].weight = model[0].weight
+    twin = cpu_twin(model)
+    assert twin[1].weight is twin[0].weight and twin[0].weight is not model[0].weight
+    assert torch.equal(twin[0].weight, model[0].weight)
+
+
+def test_floating_inputs_follow_the_model_dtype_and_integers_stay():
+    inputs = {"input_ids": torch.ones(2, 3, dtype=torch.long), "pixel_values": torch.randn(2, 3),
+              "pair": (torch.randn(1), torch.ones(1, dtype=torch.bool)), "use_cache": False}
+    cast = cast_floating(inputs, torch.bfloat16)
+    assert cast["input_ids"].dtype == torch.long and cast["pair"][1].dtype == torch.bool
+    assert cast["pixel_values"].dtype == cast["pair"][0].dtype == torch.bfloat16
+    assert cast["use_cache"] is False
+
+
+def test_sweep_one_prints_forward_and_backward_figures_and_nondeterminism():
+    from sweeper.records import ModelRecord, Status
+    from sweeper.report_one import describe_record
+
+    record = ModelRecord(sweep_id="s", model_id="org/m", key="org/m", device="trnsim", status=Status.PASS,
+                         max_abs_diff=0.5, numerics={
+                             "forward": {"max_abs": 0.5, "max_rel": 0.25, "within": False},
+                             "backward": {"max_abs": 1e-6, "max_rel": 2e-6, "within": True, "where": "w"},
+                             "nondeterministic": {"max_abs": 0.4, "max_rel": 0.2, "within": False}})
+    text = describe_record(record)
+    assert "forward |device - cpu|: max 0.5 (relative 0.25)" in text
+    assert "backward |device - cpu|: max 1e-06 (relative 2e-06, worst w)" in text
+    assert "nondeterministic: two CPU runs differ by 0.4; not judged" in text
+    assert ModelRecord.from_json(record.to_json()).numerics == record.numerics
