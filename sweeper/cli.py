@@ -87,6 +87,8 @@ def sweep(
     max_in_flight: Annotated[int | None, typer.Option("--max-in-flight", help="Ray: models submitted ahead of the finished ones.")] = None,
     memory_limit_mb: Annotated[int | None, typer.Option("--memory-limit-mb", help="A model whose worker grows past this is an oom record.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
+    no_reuse: Annotated[bool, typer.Option("--no-reuse", help="Run every model's check, even when another model's is the same.")] = False,
+    cache: Annotated[str | None, typer.Option("--cache", help="A folder of results across sweeps, keyed by check fingerprint.")] = None,
     config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
@@ -104,11 +106,13 @@ def sweep(
               trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
-              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb),
+              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, cache=cache),
         config_file=config,
     )
     if catalog and not source:
         cfg = cfg.replace(source="catalog")
+    if no_reuse:
+        cfg = cfg.replace(reuse=False)
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
     where = f"; report: {result.report}" if result.report else ""
     print(f"records: {result.out_dir / 'records.jsonl'} ({result.total} models){where}")

@@ -49,6 +49,9 @@ class SweepConfig:
     max_parameters: int = 150_000_000
     hub_timeout: float = 3.0
     atol: float = 1e-3
+    # Run each distinct check once (see sweeper.reuse); an optional cache across sweeps.
+    reuse: bool = True
+    cache: str | None = None
     # Filters (empty = no filter).
     tasks: tuple[str, ...] = ()
     libraries: tuple[str, ...] = ()

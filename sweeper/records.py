@@ -211,6 +211,8 @@ class ModelRecord:
     versions: dict[str, str] = field(default_factory=dict)
     repro: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    # The model whose check this record copies (same fingerprint); None when it ran itself.
+    reused_from: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeper.check import check_model
+from sweeper.cache import describe as describe_cache
 from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
@@ -24,7 +24,7 @@ from sweeper.executors.base import CheckFn, get_executor
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
 from sweeper.sources.base import get_source, select
-from sweeper.store import RecordStore
+from sweeper.store import RecordStore, read_records
 from sweeper.versions import versions
 
 SWEEP_FILE = "sweep.json"
@@ -98,8 +98,14 @@ def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
     return f"Hub unreachable ({why}): configs are the model types' defaults"
 
 
-def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = False, write_report: bool = True) -> SweepResult:
-    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went."""
+def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = False, write_report: bool = True) -> SweepResult:
+    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
+
+    Each distinct check runs once (``sweeper.reuse``) unless ``cfg.reuse`` is off or
+    ``check`` is not the real ``check_model``.
+    """
+    from sweeper.reuse import for_sweep
+
     refs, source_info, device_info = plan(cfg)
     out = cfg.out_dir
     if not quiet:
@@ -108,26 +114,47 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
     store = RecordStore(out).open()
     done = store.done_keys()
     todo = [ref for ref in refs if ref.key not in done]
+    real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
+    reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.reuse else (), fingerprinted=real_check)
+    batch, ready = reuse.plan(todo)
     meta = _start_meta(out, cfg, source_info, device_info, total=len(refs))
     progress = Progress(len(todo), already_done=len(refs) - len(todo), quiet=quiet)
+    if not quiet and len(batch) < len(todo):
+        print(f"checks: {len(batch)} to run for {len(todo)} models (the rest share a check)", file=sys.stderr)
     started = time.monotonic()
 
-    def on_record(record: ModelRecord) -> None:
-        record.sweep_id = meta["sweep_id"]
-        store.append(record)
-        progress.update(record)
+    def write(records: list[ModelRecord]) -> None:
+        for record in records:
+            record.sweep_id = meta["sweep_id"]
+        store.append_all(records)
+        for record in records:
+            progress.update(record)
 
-    executor = get_executor(cfg)
+    executor = None
     try:
-        executor.run(iter(todo), cfg, check=check, on_record=on_record)
+        write(ready)
+        while batch:
+            executor = executor or get_executor(cfg)
+            executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
+            batch = reuse.next_round()
     finally:
-        executor.close()
+        if executor is not None:
+            executor.close()
         store.close()
         progress.close()
         meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
+        if reuse.cache is not None:
+            meta["cache"] = describe_cache(reuse.cache)
         _write_meta(out, meta)
     report = _report(out) if write_report else None
     return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+
+
+def _check_model() -> CheckFn:
+    """The real check, imported when a model is about to run (it imports torch)."""
+    from sweeper.check import check_model
+
+    return check_model
 
 
 def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:

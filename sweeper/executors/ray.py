@@ -246,7 +246,10 @@ class RayExecutor:
                     self._lose_actor(i, wedged, window, pending, on_record)
 
     def _failed(self, ref: ModelRef, status: Status, kind: ReasonKind, message: str) -> ModelRecord:
-        return failure_record(ref, self.cfg, status=status, kind=kind, message=message, sweep_id=str(self.cfg.extra.get("sweep_id", "")))
+        return failure_record(
+            ref, self.cfg, status=status, kind=kind, message=message,
+            sweep_id=str(self.cfg.extra.get("sweep_id", "")), infrastructure=True,
+        )
 
     def _kill_actors(self) -> None:
         # Idle actors politely first, so workers end and temp files go; busy ones (an
