@@ -29,6 +29,7 @@ MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
+    "reused_from", "fingerprint",
 ]  # fmt: skip
 
 
@@ -262,6 +263,9 @@ def _model_row(raw: dict) -> tuple:
         float(raw.get("seconds") or 0.0),
         diff if isinstance(diff, (int, float)) else None,
         raw.get("repro") or "",
+        raw.get("reused_from") or None,
+        # Records without a fingerprint (older sweeps, test checks) are each their own check.
+        str((raw.get("notes") or {}).get("fingerprint") or raw.get("key") or raw["model_id"]),
     )
 
 
