@@ -97,7 +97,6 @@ def sweep(
     if ctx.invoked_subcommand is not None:
         return
     from sweeper.config import build_config
-    from sweeper.runner import run_sweep
 
     cfg = build_config(
         _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
@@ -113,6 +112,10 @@ def sweep(
         cfg = cfg.replace(source="catalog")
     if no_reuse:
         cfg = cfg.replace(reuse=False)
+    if not quiet:  # at once: planning imports torch and may list a catalog for seconds
+        print(f"sweep: planning ({cfg.source} source, device {cfg.device}; importing torch) ...", file=sys.stderr, flush=True)
+    from sweeper.runner import run_sweep
+
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
     where = f"; report: {result.report}" if result.report else ""
     print(f"records: {result.out_dir / 'records.jsonl'} ({result.total} models){where}")

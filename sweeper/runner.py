@@ -134,7 +134,10 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
     try:
         write(ready)
         while batch:
-            executor = executor or get_executor(cfg)
+            if executor is None:
+                progress.say(starting_line(cfg, len(batch)))
+                executor = get_executor(cfg)
+                progress.watch(getattr(executor, "running", lambda: []))
             executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
             batch = reuse.next_round()
     finally:
@@ -148,6 +151,20 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
         _write_meta(out, meta)
     report = _report(out) if write_report else None
     return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+
+
+def starting_line(cfg: SweepConfig, models: int) -> str:
+    """What happens before the first record (seconds to a minute): said before it starts."""
+    checks = f"{models} check{'s' if models != 1 else ''}"
+    if cfg.executor == "ray":
+        where = f"attaching to Ray at {cfg.address}" if cfg.address else "starting Ray (local)"
+        return f"{where}; its workers import torch and transformers before the first of {checks} ..."
+    if cfg.executor == "process":
+        from sweeper.executors.process import default_workers
+
+        n = min(default_workers(cfg), models)
+        return f"starting {n} worker process{'es' if n > 1 else ''} (importing torch and transformers) for {checks} ..."
+    return f"running {checks} in this process ..."
 
 
 def _check_model() -> CheckFn:

@@ -93,6 +93,17 @@ class WorkerSlot:
         now = time.monotonic()
         self.job = Job(ref, submitted=now, started=now if self.ready else None)
 
+    def current(self) -> progress.Progress | None:
+        """What the worker is doing now (model, stage, since when), or None when idle."""
+        job = self.job
+        if job is None:
+            return None
+        found = progress.read(self.progress_path)
+        if found.key == job.ref.key:
+            return found
+        since = time.time() - (time.monotonic() - job.submitted)
+        return progress.Progress(key=job.ref.key, stage=None if self.ready else "starting worker", started=since)
+
     def waitables(self) -> list[Any]:
         """What ``multiprocessing.connection.wait`` should watch for this slot."""
         return [self.conn] if self.conn is not None else []  # EOF wakes it when the worker dies
