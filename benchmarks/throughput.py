@@ -1,0 +1,171 @@
+"""What the sweep harness costs: the same tiny zoo models in a bare loop and through `sweep`.
+
+    python benchmarks/throughput.py [--models 8] [--workers 2] [--device trnsim] [--stages ...]
+
+- ``floor``: the models split round-robin over ``--workers`` fresh processes, each a bare
+  loop of ``check_model`` (build, to device, forward, backward, compile) with one torch
+  thread: no executor, no store, no progress. Its wall time includes each process's start
+  and first imports (torch, transformers, the device), which every worker of a sweep pays too.
+- ``process`` / ``ray``: ``run_sweep`` with that executor and as many workers, each model
+  its own check (``--no-reuse``: the harness is measured, not reuse), into a fresh folder,
+  no report. The driver's planning (its own imports) and Ray's start are timed before and
+  reported apart as cold start, so the ratio compares the same work.
+
+The ratio is (sweep wall) / (floor wall): 1.00 means the harness costs nothing. Each part
+runs in its own process; ``--repeat`` runs everything again and keeps each part's fastest
+run (the machine may be shared). The last line reads
+``throughput ray_ratio=R process_ratio=R models_per_min=N`` (models per minute through Ray,
+cold start excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cfg(args: argparse.Namespace, **over):
+    from sweeper.config import build_config
+
+    base = {"source": "zoo", "top": args.models, "device": args.device, "stages": args.stages, "num_cpus": 1.0,
+            "workers": args.workers, "timeout": 600.0}  # fmt: skip
+    return build_config({**base, **over}).replace(reuse=False)
+
+
+def part_floor_worker(args: argparse.Namespace) -> dict:
+    """One floor process: imports, then its share of the models in a bare loop."""
+    started = time.perf_counter()
+    import torch
+
+    from sweeper.check import check_model, device_for
+    from sweeper.sources.base import get_source, select
+
+    torch.set_num_threads(1)
+    cfg = _cfg(args, executor="inline")
+    refs = list(select(get_source(cfg).refs(), cfg))[args.shard :: args.workers]
+    device_for(cfg)
+    import transformers  # noqa: F401 - a worker's first model imports it; count it as start-up
+
+    imported = time.perf_counter()
+    statuses: dict[str, int] = {}
+    for ref in refs:
+        status = check_model(ref, cfg).status.value
+        statuses[status] = statuses.get(status, 0) + 1
+    return {"imports_s": imported - started, "loop_s": time.perf_counter() - imported, "statuses": statuses}
+
+
+def part_floor(args: argparse.Namespace) -> dict:
+    """``--workers`` floor processes at once; wall time from their start to the last one's end."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen([sys.executable, __file__, *args.argv, "--part", "floor-worker", "--shard", str(i)],
+                         stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        for i in range(args.workers)
+    ]
+    outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+    wall = time.perf_counter() - started
+    statuses: dict[str, int] = {}
+    for out in outs:
+        for k, v in out["statuses"].items():
+            statuses[k] = statuses.get(k, 0) + v
+    return {"seconds": wall, "imports_s": max(o["imports_s"] for o in outs), "statuses": statuses}
+
+
+def part_sweep(args: argparse.Namespace, executor: str) -> dict:
+    """``run_sweep`` through ``executor``; planning and Ray's start timed apart, before it."""
+    started = time.perf_counter()
+    from sweeper.runner import plan, run_sweep
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = _cfg(args, executor=executor, out=str(Path(tmp) / "out"))
+        plan(cfg)  # the driver's imports and the source listing: cold start
+        planned = time.perf_counter()
+        ray_start = 0.0
+        if executor == "ray":
+            from sweeper.executors.ray import connect
+
+            connect(cfg)
+            ray_start = time.perf_counter() - planned
+        before = time.perf_counter()
+        run_sweep(cfg, quiet=True, write_report=False)
+        seconds = time.perf_counter() - before
+        from sweeper.store import read_records
+
+        records = read_records(cfg.out_dir)
+    if executor == "ray":
+        import ray
+
+        ray.shutdown()
+    statuses: dict[str, int] = {}
+    for rec in records:
+        statuses[rec.status.value] = statuses.get(rec.status.value, 0) + 1
+    return {"seconds": seconds, "planning_s": planned - started, "ray_start_s": ray_start, "statuses": statuses}
+
+
+def _child(args: argparse.Namespace, part: str) -> dict:
+    cmd = [sys.executable, __file__, *args.argv, "--part", part]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"part {part} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    """Run the floor and each executor (``--repeat`` times, fastest kept) and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--device", default="trnsim")
+    parser.add_argument("--stages", default="load,to_device,forward,backward,compile")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--part", choices=("floor", "floor-worker", "process", "ray"))
+    parser.add_argument("--shard", type=int, default=0)
+    args = parser.parse_args()
+    args.argv = ["--models", str(args.models), "--workers", str(args.workers), "--device", args.device,
+                 "--stages", args.stages]  # fmt: skip
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # zoo models: never wait for the Hub
+    parts = {"floor": lambda: part_floor(args), "floor-worker": lambda: part_floor_worker(args),
+             "process": lambda: part_sweep(args, "process"), "ray": lambda: part_sweep(args, "ray")}  # fmt: skip
+    if args.part:
+        print(json.dumps(parts[args.part]()))
+        return
+    best: dict[str, dict] = {}
+    for _ in range(max(1, args.repeat)):
+        for name in ("floor", "process", "ray"):
+            got = _child(args, name)
+            print(f"{name}: {json.dumps(got)}", flush=True)
+            if name not in best or got["seconds"] < best[name]["seconds"]:
+                best[name] = got
+    report(args, best)
+
+
+def report(args: argparse.Namespace, best: dict[str, dict]) -> None:
+    """The human lines and the closing machine-readable one."""
+    floor, proc, ray = best["floor"], best["process"], best["ray"]
+    n = args.models
+
+    def per_min(seconds: float) -> float:
+        return n / seconds * 60 if seconds else 0.0
+
+    print(f"{n} tiny zoo models on {args.device}, {args.workers} workers ({args.stages})")
+    print(f"cold start (apart): worker imports {floor['imports_s']:.1f} s, driver planning {ray['planning_s']:.1f} s, "
+          f"Ray start {ray['ray_start_s']:.1f} s")  # fmt: skip
+    for name, got in (("floor (bare loop)", floor), ("sweep --executor process", proc), ("sweep --executor ray", ray)):
+        print(f"{name:<26} {got['seconds']:7.1f} s  {per_min(got['seconds']):6.1f} models/min  "
+              f"ratio {got['seconds'] / floor['seconds']:.2f}  {got['statuses']}")  # fmt: skip
+    print(f"throughput ray_ratio={ray['seconds'] / floor['seconds']:.2f} process_ratio={proc['seconds'] / floor['seconds']:.2f} "
+          f"models_per_min={per_min(ray['seconds']):.1f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
