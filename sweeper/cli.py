@@ -112,8 +112,6 @@ def sweep(
         cfg = cfg.replace(source="catalog")
     if no_reuse:
         cfg = cfg.replace(reuse=False)
-    if not quiet:  # at once: planning imports torch and may list a catalog for seconds
-        print(f"sweep: planning ({cfg.source} source, device {cfg.device}; importing torch) ...", file=sys.stderr, flush=True)
     from sweeper.runner import run_sweep
 
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)

@@ -10,9 +10,11 @@ import datetime as dt
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from sweeper.store import RecordStore, read_records
 from sweeper.versions import versions
 
 SWEEP_FILE = "sweep.json"
+SAY_AFTER_S = 0.3  # planning longer than this says so (a person sees something within a second)
 
 
 @dataclass
@@ -46,13 +49,28 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
-    """Resolve device and source and list the refs; raises UsageError on bad input."""
+def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
+    """Resolve device and source and list the refs; raises UsageError on bad input.
+
+    ``say`` hears a first line when planning takes more than a moment (importing torch,
+    listing the zoo); bad input found at once (an unknown device, a malformed catalog)
+    stays a single error line."""
+    line = f"sweep: planning ({cfg.source} source, device {cfg.device}; importing torch) ..."
+    timer = threading.Timer(SAY_AFTER_S, say or (lambda text: None), [line])
+    timer.daemon = True
+    timer.start()
+    try:
+        return _plan(cfg)
+    finally:
+        timer.cancel()
+
+
+def _plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
     device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
+    source = get_source(cfg)
     ok, why = device.available()
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
-    source = get_source(cfg)
     seen: set[str] = set()
     refs: list[ModelRef] = []
     for ref in select(source.refs(), cfg):
@@ -106,7 +124,7 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
     """
     from sweeper.reuse import for_sweep
 
-    refs, source_info, device_info = plan(cfg)
+    refs, source_info, device_info = plan(cfg, say=None if quiet else _say)
     out = cfg.out_dir
     if not quiet:
         why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
@@ -151,6 +169,10 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
         _write_meta(out, meta)
     report = _report(out) if write_report else None
     return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def starting_line(cfg: SweepConfig, models: int) -> str:

@@ -37,8 +37,11 @@ def _outcome(record: dict) -> dict:
 
 def _assert_same_outcomes(reused: dict[str, dict], alone: dict[str, dict]) -> None:
     assert sorted(reused) == sorted(alone)
+    differ = []
     for key in alone:
-        assert _outcome(reused[key]) == _outcome(alone[key]), key
+        one, two = _outcome(reused[key]), _outcome(alone[key])
+        differ += [(key, f, one.get(f), two.get(f)) for f in sorted(set(one) | set(two)) if one.get(f) != two.get(f)]
+    assert differ == []
     assert all(r["reused_from"] is None for r in alone.values())
 
 
