@@ -21,6 +21,7 @@ cold start excluded).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -54,6 +55,7 @@ def part_floor_worker(args: argparse.Namespace) -> dict:
     device_for(cfg)
     import transformers  # noqa: F401 - a worker's first model imports it; count it as start-up
 
+    gc.freeze()  # what survives the imports is live: later collections need not scan it
     imported = time.perf_counter()
     statuses: dict[str, int] = {}
     for ref in refs:

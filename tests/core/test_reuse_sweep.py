@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ def _records(out: Path) -> dict[str, dict]:
 def _outcome(record: dict) -> dict:
     """A record without identity and timings (and with messages naming the model as X)."""
     text = json.dumps({k: v for k, v in record.items() if k not in IDENTITY}).replace(record["model_id"], "X")
+    text = re.sub(r"0x[0-9a-f]{6,}", "0x?", text)  # object addresses in graph-break reasons
     kept = json.loads(text)
     kept["stages"] = {k: {**v, "seconds": None} for k, v in kept["stages"].items()}
     kept["notes"] = {k: v for k, v in kept["notes"].items() if k not in RUN_NOTES}
