@@ -10,6 +10,9 @@
   its own check (``--no-reuse``: the harness is measured, not reuse), into a fresh folder,
   no report. The driver's planning (its own imports) and Ray's start are timed before and
   reported apart as cold start, so the ratio compares the same work.
+- ``harness-process`` / ``harness-ray``: the harness alone, per model: trivial checks
+  (``--harness-models``) through ``run_sweep`` into a real store, with and without fsync,
+  timed from the first record to the last (start-up left out).
 
 The ratio is (sweep wall) / (floor wall): 1.00 means the harness costs nothing. Each part
 runs in its own process; ``--repeat`` runs everything again and keeps each part's fastest
@@ -113,6 +116,56 @@ def part_sweep(args: argparse.Namespace, executor: str) -> dict:
     return {"seconds": seconds, "planning_s": planned - started, "ray_start_s": ray_start, "statuses": statuses}
 
 
+def trivial_check(ref, cfg):
+    """The cheapest record: what the harness costs per model when the model costs nothing."""
+    from sweeper.records import ModelRecord, Status
+
+    return ModelRecord(sweep_id="", model_id=ref.model_id, key=ref.key, device=cfg.device, status=Status.PASS, rank=ref.rank)
+
+
+def part_harness(args: argparse.Namespace, executor: str) -> dict:
+    """Per-model cost of ``run_sweep`` itself: trivial checks through ``executor`` into a
+    real store, timed from the first record written to the last (start-up left out); with
+    fsync and without."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import throughput  # the check must pickle by a module name workers can import
+
+    out: dict[str, float] = {}
+    real_fsync = os.fsync
+    for label, fsync in (("ms_per_model", real_fsync), ("ms_per_model_no_fsync", lambda fd: None)):
+        os.fsync = fsync
+        out[label] = _trivial_sweep(args, executor, throughput.trivial_check) * 1000
+    os.fsync = real_fsync
+    return {"seconds": 0.0, **out}
+
+
+def _trivial_sweep(args: argparse.Namespace, executor: str, check) -> float:
+    """Seconds per record, first record to last, of ``run_sweep`` over trivial models."""
+    from sweeper.runner import run_sweep
+    from sweeper.store import RecordStore
+
+    written: list[tuple[float, int]] = []
+    append_all = RecordStore.append_all
+
+    def timed(self, records):
+        append_all(self, records)
+        written.append((time.perf_counter(), len(records)))
+
+    RecordStore.append_all = timed
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            catalog = Path(tmp) / "c.csv"
+            rows = "".join(f"{i},org/m{i},transformers,bert\n" for i in range(1, args.harness_models + 1))
+            catalog.write_text("rank,id,library_name,model_type\n" + rows)
+            cfg = _cfg(args, executor=executor, source="catalog", catalog=str(catalog), top=None,
+                       out=str(Path(tmp) / "o"), worker_max_models=100_000)  # fmt: skip
+            run_sweep(cfg, check=check, quiet=True, write_report=False)
+    finally:
+        RecordStore.append_all = append_all
+    written = [w for w in written if w[1]]
+    return (written[-1][0] - written[0][0]) / max(1, sum(n for _, n in written[1:]))
+
+
 def _child(args: argparse.Namespace, part: str) -> dict:
     cmd = [sys.executable, __file__, *args.argv, "--part", part]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -129,24 +182,26 @@ def main() -> None:
     parser.add_argument("--device", default="trnsim")
     parser.add_argument("--stages", default="load,to_device,forward,backward,compile")
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--part", choices=("floor", "floor-worker", "process", "ray"))
+    parser.add_argument("--harness-models", type=int, default=300, help="trivial checks timing the harness alone")
+    parser.add_argument("--part", choices=("floor", "floor-worker", "process", "ray", "harness-process", "harness-ray"))
     parser.add_argument("--shard", type=int, default=0)
     args = parser.parse_args()
     args.argv = ["--models", str(args.models), "--workers", str(args.workers), "--device", args.device,
-                 "--stages", args.stages]  # fmt: skip
+                 "--stages", args.stages, "--harness-models", str(args.harness_models)]  # fmt: skip
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # zoo models: never wait for the Hub
     parts = {"floor": lambda: part_floor(args), "floor-worker": lambda: part_floor_worker(args),
-             "process": lambda: part_sweep(args, "process"), "ray": lambda: part_sweep(args, "ray")}  # fmt: skip
+             "process": lambda: part_sweep(args, "process"), "ray": lambda: part_sweep(args, "ray"),
+             "harness-process": lambda: part_harness(args, "process"), "harness-ray": lambda: part_harness(args, "ray")}  # fmt: skip
     if args.part:
         print(json.dumps(parts[args.part]()))
         return
     best: dict[str, dict] = {}
     for _ in range(max(1, args.repeat)):
-        for name in ("floor", "process", "ray"):
+        for name in ("floor", "process", "ray", "harness-process", "harness-ray"):
             got = _child(args, name)
             print(f"{name}: {json.dumps(got)}", flush=True)
-            if name not in best or got["seconds"] < best[name]["seconds"]:
+            if name not in best or got["seconds"] < best[name]["seconds"] or name.startswith("harness"):
                 best[name] = got
     report(args, best)
 
@@ -165,6 +220,12 @@ def report(args: argparse.Namespace, best: dict[str, dict]) -> None:
     for name, got in (("floor (bare loop)", floor), ("sweep --executor process", proc), ("sweep --executor ray", ray)):
         print(f"{name:<26} {got['seconds']:7.1f} s  {per_min(got['seconds']):6.1f} models/min  "
               f"ratio {got['seconds'] / floor['seconds']:.2f}  {got['statuses']}")  # fmt: skip
+    floor_ms = floor["seconds"] * args.workers / n * 1000  # one model's time in one worker
+    for name in ("harness-process", "harness-ray"):
+        got = best[name]
+        print(f"{name}: {got['ms_per_model']:.1f} ms per model with fsync, {got['ms_per_model_no_fsync']:.1f} ms without "
+              f"({args.harness_models} trivial checks); against {floor_ms / 1000:.1f} s per model in the floor: "
+              f"{got['ms_per_model'] / floor_ms * 100:.2f}%")  # fmt: skip
     print(f"throughput ray_ratio={ray['seconds'] / floor['seconds']:.2f} process_ratio={proc['seconds'] / floor['seconds']:.2f} "
           f"models_per_min={per_min(ray['seconds']):.1f}")  # fmt: skip
 
