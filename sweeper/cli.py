@@ -132,6 +132,8 @@ def one(
     dtype: Dtype = None,
     collect_all: CollectAll = False,
     retie_weights: Retie = False,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Allow the model's own Python code.")] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
     """Check one model in this process and print everything about it."""
@@ -141,7 +143,8 @@ def one(
 
     cfg = build_config(_opts(device=device, weights=weights, stages=stages, compile_backend=compile_backend,
                              device_profile=device_profile, dtype=dtype, collect_all=collect_all,
-                             retie_weights=retie_weights, catalog=catalog, executor="inline"))
+                             retie_weights=retie_weights, catalog=catalog, executor="inline",
+                             trust_remote_code=trust_remote_code, seed=seed))
     from sweeper.devices.base import get_device
 
     ok, why = get_device(cfg.device).available()

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from sweeper.cache import ResultCache
-from sweeper.records import ModelRecord, ModelRef, Reason, StageResult, base_record
+from sweeper.records import ModelRecord, ModelRef, Reason, base_record
 
 # Notes that describe one worker's run, not the check's outcome.
 RUN_NOTES = ("infra_retries", "worker_recycled")
@@ -65,7 +65,7 @@ def _rename(record: ModelRecord, old: str, new: str) -> None:
 
     record.reason = fix(record.reason)
     record.blockers = [b for b in (fix(b) for b in record.blockers) if b is not None]
-    record.stages = {k: StageResult(v.status, v.seconds, fix(v.reason)) for k, v in record.stages.items()}
+    record.stages = {k: dataclasses.replace(v, reason=fix(v.reason)) for k, v in record.stages.items()}
 
 
 class Reuse:

@@ -27,8 +27,9 @@ REPORT_FILES = (commands.REPORT_FILE, commands.MODELS_FILE, commands.SUMMARY_FIL
 
 COLUMNS_NOTE = (
     "Columns: `key`, `model_id`, `rank`, `downloads`, `pipeline_tag`, `model_type`, `status` "
-    "(pass/fail/skip/timeout/crash/error), `category` (pass/fail/environment/skip), `reason_*` (first "
-    "blocker), `stage_*` (pass/fail/blocked/skip per stage), `blockers`, `fallback_ops`, "
+    "(pass/fail/skip/timeout/crash/error), `category` (pass/device/lowering_tool/harness/model/environment/skip: "
+    "whose the model's blockers are), `reason_*` (first blocker, with its `reason_origin`), `stage_*` "
+    "(pass/fail/blocked/skip per stage), `blockers` (kind, op, message, origin, stage), `fallback_ops`, "
     "`graph_break_reasons`, `compile_problems`, `repro` (the command that reruns one model)."
 )
 
