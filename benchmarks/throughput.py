@@ -64,6 +64,10 @@ def part_floor_worker(args: argparse.Namespace) -> dict:
     for ref in refs:
         status = check_model(ref, cfg).status.value
         statuses[status] = statuses.get(status, 0) + 1
+        # Compiled graphs and guards of one model are dead weight for the next: drop them
+        # as any loop over many models must (a sweep's worker does the same).
+        torch._dynamo.reset()
+        device_for(cfg).reset_between_models()
     return {"imports_s": imported - started, "loop_s": time.perf_counter() - imported, "statuses": statuses}
 
 
