@@ -2,8 +2,8 @@
 
     python benchmarks/throughput.py [--models 8] [--workers 2] [--device trnsim] [--stages ...]
 
-- ``floor``: the models split round-robin over ``--workers`` fresh processes, each a bare
-  loop of ``check_model`` (build, to device, forward, backward, compile) with one torch
+- ``floor``: ``--workers`` fresh processes, each taking the next model as it finishes, a
+  bare loop of ``check_model`` (build, to device, forward, backward, compile) with one torch
   thread: no executor, no store, no progress. Its wall time includes each process's start
   and first imports (torch, transformers, the device), which every worker of a sweep pays too.
 - ``process`` / ``ray``: ``run_sweep`` with that executor and as many workers, each model
@@ -44,49 +44,57 @@ def _cfg(args: argparse.Namespace, **over):
     return build_config({**base, **over}).replace(reuse=False)
 
 
-def part_floor_worker(args: argparse.Namespace) -> dict:
-    """One floor process: imports, then its share of the models in a bare loop."""
+_FLOOR: dict = {}
+
+
+def _floor_init(argv: list[str]) -> None:
+    """A floor process starts: imports, the device set up, the zoo listed (timed apart)."""
     started = time.perf_counter()
     import torch
 
-    from sweeper.check import check_model, device_for
+    from sweeper.check import device_for
     from sweeper.sources.base import get_source, select
 
     torch.set_num_threads(1)
+    args = _parser().parse_args(argv)
     cfg = _cfg(args, executor="inline")
-    refs = list(select(get_source(cfg).refs(), cfg))[args.shard :: args.workers]
     device_for(cfg)
     import transformers  # noqa: F401 - a worker's first model imports it; count it as start-up
 
+    _FLOOR.update(cfg=cfg, refs=list(select(get_source(cfg).refs(), cfg)), imports_s=time.perf_counter() - started)
     gc.freeze()  # what survives the imports is live: later collections need not scan it
-    imported = time.perf_counter()
-    statuses: dict[str, int] = {}
-    for ref in refs:
-        status = check_model(ref, cfg).status.value
-        statuses[status] = statuses.get(status, 0) + 1
-        # Compiled graphs and guards of one model are dead weight for the next: drop them
-        # as any loop over many models must (a sweep's worker does the same).
-        torch._dynamo.reset()
-        device_for(cfg).reset_between_models()
-    return {"imports_s": imported - started, "loop_s": time.perf_counter() - imported, "statuses": statuses}
+
+
+def _floor_one(index: int) -> tuple[str, float]:
+    """One model in a bare loop's process: the check, then what any loop must drop."""
+    import torch
+
+    from sweeper.check import check_model, device_for
+
+    cfg = _FLOOR["cfg"]
+    status = check_model(_FLOOR["refs"][index], cfg).status.value
+    # Compiled graphs and guards of one model are dead weight for the next (a sweep's
+    # worker drops them too).
+    torch._dynamo.reset()
+    device_for(cfg).reset_between_models()
+    return status, _FLOOR["imports_s"]
 
 
 def part_floor(args: argparse.Namespace) -> dict:
-    """``--workers`` floor processes at once; wall time from their start to the last one's end."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    """``--workers`` bare processes taking the next model as each finishes (as a sweep's
+    workers do); wall time from their start to the last model's end."""
+    import multiprocessing
+
+    os.environ.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
     started = time.perf_counter()
-    procs = [
-        subprocess.Popen([sys.executable, __file__, *args.argv, "--part", "floor-worker", "--shard", str(i)],
-                         stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
-        for i in range(args.workers)
-    ]
-    outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
-    wall = time.perf_counter() - started
+    ctx = multiprocessing.get_context("spawn")
     statuses: dict[str, int] = {}
-    for out in outs:
-        for k, v in out["statuses"].items():
-            statuses[k] = statuses.get(k, 0) + v
-    return {"seconds": wall, "imports_s": max(o["imports_s"] for o in outs), "statuses": statuses}
+    imports = 0.0
+    with ctx.Pool(args.workers, initializer=_floor_init, initargs=(args.argv,)) as pool:
+        for status, imports_s in pool.imap_unordered(_floor_one, range(args.models), chunksize=1):
+            statuses[status] = statuses.get(status, 0) + 1
+            imports = max(imports, imports_s)
+    return {"seconds": time.perf_counter() - started, "imports_s": imports, "statuses": statuses}
 
 
 def part_sweep(args: argparse.Namespace, executor: str) -> dict:
@@ -178,8 +186,8 @@ def _child(args: argparse.Namespace, part: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    """Run the floor and each executor (``--repeat`` times, fastest kept) and print the figures."""
+def _parser() -> argparse.ArgumentParser:
+    """The command line (floor processes parse the same arguments)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
@@ -187,14 +195,18 @@ def main() -> None:
     parser.add_argument("--stages", default="load,to_device,forward,backward,compile")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--harness-models", type=int, default=300, help="trivial checks timing the harness alone")
-    parser.add_argument("--part", choices=("floor", "floor-worker", "process", "ray", "harness-process", "harness-ray"))
-    parser.add_argument("--shard", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--part", choices=("floor", "process", "ray", "harness-process", "harness-ray"))
+    return parser
+
+
+def main() -> None:
+    """Run the floor and each executor (``--repeat`` times, fastest kept) and print the figures."""
+    args = _parser().parse_args()
     args.argv = ["--models", str(args.models), "--workers", str(args.workers), "--device", args.device,
                  "--stages", args.stages, "--harness-models", str(args.harness_models)]  # fmt: skip
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # zoo models: never wait for the Hub
-    parts = {"floor": lambda: part_floor(args), "floor-worker": lambda: part_floor_worker(args),
+    parts = {"floor": lambda: part_floor(args),
              "process": lambda: part_sweep(args, "process"), "ray": lambda: part_sweep(args, "ray"),
              "harness-process": lambda: part_harness(args, "process"), "harness-ray": lambda: part_harness(args, "ray")}  # fmt: skip
     if args.part:
