@@ -47,13 +47,12 @@ def _cfg(args: argparse.Namespace, **over):
 _FLOOR: dict = {}
 
 
-def _floor_init(argv: list[str]) -> None:
-    """A floor process starts: imports, the device set up, the zoo listed (timed apart)."""
+def _floor_init(argv: list[str], refs: list) -> None:
+    """A floor process starts: imports and the device set up (timed apart)."""
     started = time.perf_counter()
     import torch
 
     from sweeper.check import device_for
-    from sweeper.sources.base import get_source, select
 
     torch.set_num_threads(1)
     args = _parser().parse_args(argv)
@@ -61,7 +60,7 @@ def _floor_init(argv: list[str]) -> None:
     device_for(cfg)
     import transformers  # noqa: F401 - a worker's first model imports it; count it as start-up
 
-    _FLOOR.update(cfg=cfg, refs=list(select(get_source(cfg).refs(), cfg)), imports_s=time.perf_counter() - started)
+    _FLOOR.update(cfg=cfg, refs=refs, imports_s=time.perf_counter() - started)
     gc.freeze()  # what survives the imports is live: later collections need not scan it
 
 
@@ -85,12 +84,16 @@ def part_floor(args: argparse.Namespace) -> dict:
     workers do); wall time from their start to the last model's end."""
     import multiprocessing
 
+    from sweeper.sources.base import get_source, select
+
     os.environ.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    cfg = _cfg(args, executor="inline")
+    refs = list(select(get_source(cfg).refs(), cfg))  # listed once, untimed, as a sweep's planning
     started = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     statuses: dict[str, int] = {}
     imports = 0.0
-    with ctx.Pool(args.workers, initializer=_floor_init, initargs=(args.argv,)) as pool:
+    with ctx.Pool(args.workers, initializer=_floor_init, initargs=(args.argv, refs)) as pool:
         for status, imports_s in pool.imap_unordered(_floor_one, range(args.models), chunksize=1):
             statuses[status] = statuses.get(status, 0) + 1
             imports = max(imports, imports_s)
