@@ -22,6 +22,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "executors": ["--models", "20", "--scale", "20000"],
     "report_scale": [],
     "trnsim_overhead": ["--quick"],
+    "hub_faults": ["--models", "100"],
+    "page_scale": [],
     "zoo_coverage": ["--top", "50"],
 }
 

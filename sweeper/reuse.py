@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from sweeper.cache import ResultCache
@@ -115,6 +115,14 @@ class Reuse:
                 run.append(ref)
         self.running.update((ref.key, ref) for ref in run)
         return run, ready
+
+    def stream(self, refs: Iterable[ModelRef]) -> Iterator[ModelRef]:
+        """Refs of a listing that streams while the sweep runs: each is fingerprinted as it
+        is pulled and runs (grouping would have to hold the listing back)."""
+        for ref in refs:
+            self.fp_of[ref.key] = self.fingerprint(ref)
+            self.running[ref.key] = ref
+            yield ref
 
     def _answer(self, fp: str) -> ModelRecord | None:
         if fp not in self.answers and self.cache is not None:

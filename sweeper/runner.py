@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,10 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
+from sweeper.hub_http import install
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
+from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore, read_records
 from sweeper.versions import versions
@@ -49,12 +51,18 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
+PlanResult = tuple[list[ModelRef] | RefStream, dict[str, Any], dict[str, Any]]
+
+
+def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> PlanResult:
     """Resolve device and source and list the refs; raises UsageError on bad input.
 
-    ``say`` hears a first line when planning takes more than a moment (importing torch,
-    listing the zoo); bad input found at once (an unknown device, a malformed catalog)
-    stays a single error line."""
+    A source that lists while the sweep runs (the Hub) comes back as a ``RefStream`` with
+    its first ref already pulled; any other source's refs come back as a list. ``say``
+    hears a first line when planning takes more than a moment (importing torch, listing
+    the zoo); bad input found at once (an unknown device, a malformed catalog) stays a
+    single error line.
+    """
     line = f"sweep: planning ({cfg.source} source, device {cfg.device}; importing torch) ..."
     timer = threading.Timer(SAY_AFTER_S, say or (lambda text: None), [line])
     timer.daemon = True
@@ -65,23 +73,27 @@ def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> tuple
         timer.cancel()
 
 
-def _plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
+def _plan(cfg: SweepConfig) -> PlanResult:
     device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
-    source = get_source(cfg)
     ok, why = device.available()
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
-    seen: set[str] = set()
-    refs: list[ModelRef] = []
-    for ref in select(source.refs(), cfg):
-        if ref.key not in seen:  # a catalog listing an id twice still yields one record
-            seen.add(ref.key)
-            refs.append(ref)
-    if not refs:
+    install(cfg)  # before the first Hub request: the listing is rate limited and retried
+    source = get_source(cfg)
+    stream = RefStream(select(source.refs(), cfg), expected=cfg.top or getattr(source, "limit", None))
+    first = stream.first()
+    if first is None:
         raise UsageError(f"no models to sweep: the {source.describe().get('name', cfg.source)} source matched nothing")
+    refs: list[ModelRef] | RefStream = stream
+    if getattr(source, "streaming", False):
+        stream.describe = source.describe
+    else:
+        refs = list(stream.todo(set()))
+        if stream.error is not None:
+            raise stream.error
     device_info = {"spec": cfg.device, "profile": device.profile_info()}
     source_info = dict(source.describe())
-    hub = settle_hub_access(cfg, refs)
+    hub = settle_hub_access(cfg, [first] if isinstance(refs, RefStream) else refs)
     if hub:
         source_info["hub"] = hub
     return refs, source_info, device_info
@@ -120,25 +132,34 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
     """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
 
     Each distinct check runs once (``sweeper.reuse``) unless ``cfg.reuse`` is off or
-    ``check`` is not the real ``check_model``.
+    ``check`` is not the real ``check_model``; refs a live listing streams are each run.
     """
     from sweeper.reuse import for_sweep
 
     refs, source_info, device_info = plan(cfg, say=None if quiet else _say)
     out = cfg.out_dir
+    stream = refs if isinstance(refs, RefStream) else None
+    total = len(refs) if stream is None else stream.expected or 0
     if not quiet:
         why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
-        print(f"source: {source_info.get('name')}{why}; {len(refs)} models; device {cfg.device}; out {out}", file=sys.stderr)
+        count = f"{total} models" if stream is None else f"up to {total} models as the listing streams"
+        print(f"source: {source_info.get('name')}{why}; {count}; device {cfg.device}; out {out}", file=sys.stderr)
     store = RecordStore(out).open()
     done = store.done_keys()
-    todo = [ref for ref in refs if ref.key not in done]
     real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
     reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.reuse else (), fingerprinted=real_check)
-    batch, ready = reuse.plan(todo)
-    meta = _start_meta(out, cfg, source_info, device_info, total=len(refs))
-    progress = Progress(len(todo), already_done=len(refs) - len(todo), quiet=quiet)
-    if not quiet and len(batch) < len(todo):
-        print(f"checks: {len(batch)} to run for {len(todo)} models (the rest share a check)", file=sys.stderr)
+    batch: Iterable[ModelRef]
+    if stream is None:
+        todo = [ref for ref in refs if ref.key not in done]
+        skipped = len(refs) - len(todo)  # type: ignore[arg-type]
+        batch, ready = reuse.plan(todo)
+        if not quiet and len(batch) < len(todo):
+            print(f"checks: {len(batch)} to run for {len(todo)} models (the rest share a check)", file=sys.stderr)
+    else:
+        skipped = len(done)
+        batch, ready = reuse.stream(stream.todo(done)), []
+    meta = _start_meta(out, cfg, source_info, device_info, total=total)
+    progress = Progress(total - skipped, already_done=skipped, quiet=quiet)
     started = time.monotonic()
 
     def write(records: list[ModelRecord]) -> None:
@@ -153,7 +174,7 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
         write(ready)
         while batch:
             if executor is None:
-                progress.say(starting_line(cfg, len(batch)))
+                progress.say(starting_line(cfg, len(batch) if isinstance(batch, list) else total - skipped))
                 executor = get_executor(cfg)
                 progress.watch(getattr(executor, "running", lambda: []))
             executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
@@ -163,12 +184,18 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
             executor.close()
         store.close()
         progress.close()
+        if stream is not None:
+            total, skipped = stream.count, stream.skipped
+            source_info = meta["source"] = dict(stream.describe()) if stream.describe else source_info
+            meta["total"] = total
         meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
         if reuse.cache is not None:
             meta["cache"] = describe_cache(reuse.cache)
         _write_meta(out, meta)
+    if stream is not None and stream.error is not None:
+        raise stream.error  # the listing broke off: the records so far are kept, a rerun resumes
     report = _report(out) if write_report else None
-    return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+    return SweepResult(out, total, progress.done, skipped, report, source_info)
 
 
 def _say(text: str) -> None:
@@ -184,7 +211,7 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
     if cfg.executor == "process":
         from sweeper.executors.process import default_workers
 
-        n = min(default_workers(cfg), models)
+        n = min(default_workers(cfg), models) if models else default_workers(cfg)
         return f"starting {n} worker process{'es' if n > 1 else ''} (importing torch and transformers) for {checks} ..."
     return f"running {checks} in this process ..."
 

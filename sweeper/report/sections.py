@@ -26,7 +26,7 @@ from sweeper.report.escape import (
 )
 
 SHOWN = 20  # rows shown before the rest collapses
-MODEL_ROWS = 1000  # per-model rows inline in report.md; more go to models.md
+MODEL_ROWS = 100  # failing models listed in report.md; index.html lists every model
 MARKS = {"pass": "✅", "fail": "❌", "blocked": "⛔", "skip": "⏭"}
 MESSAGE_CHARS = 120
 
