@@ -1,7 +1,10 @@
-"""Run every benchmark in this folder (``make bench``) and print each one's closing figures.
+"""Run every benchmark in this folder (``make bench``) and print each one's figures.
 
-Benchmarks print their own figures; their last line is a machine-readable summary
-(``name key=value ...``). Pass names to run a subset: ``python benchmarks/run_all.py report_scale``.
+Each benchmark is registered below with the arguments ``make bench`` gives it (sizes that
+finish in minutes on a 2-core laptop; run a script alone for its full size). Benchmarks
+print their own figures; their last line is a machine-readable summary
+(``name key=value ...``), collected at the end. Pass names to run a subset:
+``python benchmarks/run_all.py throughput report_scale``.
 """
 
 from __future__ import annotations
@@ -13,22 +16,41 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+# name -> arguments for `make bench`. A benchmark file missing here fails the run: register it.
+BENCHMARKS: dict[str, list[str]] = {
+    "throughput": ["--models", "8", "--workers", "2"],
+    "executors": ["--models", "20", "--scale", "20000"],
+    "report_scale": [],
+    "trnsim_overhead": ["--quick"],
+    "hub_faults": ["--models", "100"],
+    "page_scale": [],
+    "zoo_coverage": ["--top", "50"],
+}
+
 
 def main(names: list[str]) -> int:
-    scripts = sorted(p for p in HERE.glob("*.py") if p.name != Path(__file__).name)
-    if names:
-        scripts = [p for p in scripts if p.stem in names]
+    """Run the registered benchmarks (or those named); print outputs and a summary."""
+    present = {p.stem for p in HERE.glob("*.py") if p.name != Path(__file__).name}
+    unregistered = sorted(present - set(BENCHMARKS))
+    if unregistered:
+        print(f"benchmarks not registered in run_all.py: {', '.join(unregistered)}", file=sys.stderr)
+        return 2
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
     summaries, failed = [], []
-    for script in scripts:
-        print(f"== {script.stem}", flush=True)
+    for name in names or list(BENCHMARKS):
+        args = BENCHMARKS[name]
+        print(f"== {name} {' '.join(args)}".rstrip(), flush=True)
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, str(script)], text=True, capture_output=True)
-        print(proc.stdout, end="")
+        proc = subprocess.run([sys.executable, str(HERE / f"{name}.py"), *args], text=True, capture_output=True)
+        print(proc.stdout, end="", flush=True)
         if proc.returncode != 0:
-            failed.append(script.stem)
+            failed.append(name)
             print(proc.stderr[-2000:], file=sys.stderr)
         lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-        summaries.append(f"{lines[-1] if lines else script.stem + ' (no output)'}  [{time.monotonic() - started:.0f}s]")
+        summaries.append(f"{lines[-1] if lines else name + ' (no output)'}  [{time.monotonic() - started:.0f}s]")
     print("\n== summary")
     print("\n".join(summaries))
     if failed:

@@ -91,6 +91,8 @@ def sweep(
     hub_tries: Annotated[int | None, typer.Option("--hub-tries", help="Tries per Hub request on 429/5xx/connection resets.")] = None,
     max_params: Annotated[int | None, typer.Option("--max-params", help="Pretrained: skip models with more parameters (default: what memory holds).")] = None,
     max_download_gb: Annotated[float | None, typer.Option("--max-download-gb", help="Pretrained: skip larger weight downloads (default: free disk).")] = None,
+    no_reuse: Annotated[bool, typer.Option("--no-reuse", help="Run every model's check, even when another model's is the same.")] = False,
+    cache: Annotated[str | None, typer.Option("--cache", help="A folder of results across sweeps, keyed by check fingerprint.")] = None,
     config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
@@ -99,7 +101,6 @@ def sweep(
     if ctx.invoked_subcommand is not None:
         return
     from sweeper.config import build_config
-    from sweeper.runner import run_sweep
 
     cfg = build_config(
         _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
@@ -109,11 +110,15 @@ def sweep(
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
               max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, hub_rpm=hub_rpm, hub_tries=hub_tries,
-              max_params=max_params, max_download_gb=max_download_gb),
+              max_params=max_params, max_download_gb=max_download_gb, cache=cache),
         config_file=config,
     )
     if catalog and not source:
         cfg = cfg.replace(source="catalog")
+    if no_reuse:
+        cfg = cfg.replace(reuse=False)
+    from sweeper.runner import run_sweep
+
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
     where = f"; report: {result.report}" if result.report else ""
     print(f"records: {result.out_dir / 'records.jsonl'} ({result.total} models){where}")

@@ -57,6 +57,9 @@ class SweepConfig:
     max_params: int | None = None
     max_download_gb: float | None = None
     atol: float = 1e-3
+    # Run each distinct check once (see sweeper.reuse); an optional cache across sweeps.
+    reuse: bool = True
+    cache: str | None = None
     # Filters (empty = no filter).
     tasks: tuple[str, ...] = ()
     libraries: tuple[str, ...] = ()

@@ -283,6 +283,8 @@ class ModelRecord:
     # What the CPU control did for a model that failed on the device: the failing stage
     # rerun on the CPU with the same built model and inputs (stage, status, reason).
     control: dict[str, Any] | None = None
+    # The model whose check this record copies (same fingerprint); None when it ran itself.
+    reused_from: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

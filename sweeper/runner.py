@@ -10,14 +10,15 @@ import datetime as dt
 import json
 import os
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeper.check import check_model
+from sweeper.cache import describe as describe_cache
 from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
@@ -27,10 +28,11 @@ from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
-from sweeper.store import RecordStore
+from sweeper.store import RecordStore, read_records
 from sweeper.versions import versions
 
 SWEEP_FILE = "sweep.json"
+SAY_AFTER_S = 0.3  # planning longer than this says so (a person sees something within a second)
 
 
 @dataclass
@@ -49,12 +51,29 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def plan(cfg: SweepConfig) -> tuple[list[ModelRef] | RefStream, dict[str, Any], dict[str, Any]]:
+PlanResult = tuple[list[ModelRef] | RefStream, dict[str, Any], dict[str, Any]]
+
+
+def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> PlanResult:
     """Resolve device and source and list the refs; raises UsageError on bad input.
 
     A source that lists while the sweep runs (the Hub) comes back as a ``RefStream`` with
-    its first ref already pulled; any other source's refs come back as a list.
+    its first ref already pulled; any other source's refs come back as a list. ``say``
+    hears a first line when planning takes more than a moment (importing torch, listing
+    the zoo); bad input found at once (an unknown device, a malformed catalog) stays a
+    single error line.
     """
+    line = f"sweep: planning ({cfg.source} source, device {cfg.device}; importing torch) ..."
+    timer = threading.Timer(SAY_AFTER_S, say or (lambda text: None), [line])
+    timer.daemon = True
+    timer.start()
+    try:
+        return _plan(cfg)
+    finally:
+        timer.cancel()
+
+
+def _plan(cfg: SweepConfig) -> PlanResult:
     device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
     ok, why = device.available()
     if not ok:
@@ -109,9 +128,15 @@ def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
     return f"Hub unreachable ({why}): configs are the model types' defaults"
 
 
-def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = False, write_report: bool = True) -> SweepResult:
-    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went."""
-    refs, source_info, device_info = plan(cfg)
+def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = False, write_report: bool = True) -> SweepResult:
+    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
+
+    Each distinct check runs once (``sweeper.reuse``) unless ``cfg.reuse`` is off or
+    ``check`` is not the real ``check_model``; refs a live listing streams are each run.
+    """
+    from sweeper.reuse import for_sweep
+
+    refs, source_info, device_info = plan(cfg, say=None if quiet else _say)
     out = cfg.out_dir
     stream = refs if isinstance(refs, RefStream) else None
     total = len(refs) if stream is None else stream.expected or 0
@@ -121,25 +146,42 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
         print(f"source: {source_info.get('name')}{why}; {count}; device {cfg.device}; out {out}", file=sys.stderr)
     store = RecordStore(out).open()
     done = store.done_keys()
+    real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
+    reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.reuse else (), fingerprinted=real_check)
+    batch: Iterable[ModelRef]
     if stream is None:
-        todo: Iterable[ModelRef] = [ref for ref in refs if ref.key not in done]
+        todo = [ref for ref in refs if ref.key not in done]
         skipped = len(refs) - len(todo)  # type: ignore[arg-type]
+        batch, ready = reuse.plan(todo)
+        if not quiet and len(batch) < len(todo):
+            print(f"checks: {len(batch)} to run for {len(todo)} models (the rest share a check)", file=sys.stderr)
     else:
-        todo, skipped = stream.todo(done), len(done)
+        skipped = len(done)
+        batch, ready = reuse.stream(stream.todo(done)), []
     meta = _start_meta(out, cfg, source_info, device_info, total=total)
     progress = Progress(total - skipped, already_done=skipped, quiet=quiet)
     started = time.monotonic()
 
-    def on_record(record: ModelRecord) -> None:
-        record.sweep_id = meta["sweep_id"]
-        store.append(record)
-        progress.update(record)
+    def write(records: list[ModelRecord]) -> None:
+        for record in records:
+            record.sweep_id = meta["sweep_id"]
+        store.append_all(records)
+        for record in records:
+            progress.update(record)
 
-    executor = get_executor(cfg)
+    executor = None
     try:
-        executor.run(iter(todo), cfg, check=check, on_record=on_record)
+        write(ready)
+        while batch:
+            if executor is None:
+                progress.say(starting_line(cfg, len(batch) if isinstance(batch, list) else total - skipped))
+                executor = get_executor(cfg)
+                progress.watch(getattr(executor, "running", lambda: []))
+            executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
+            batch = reuse.next_round()
     finally:
-        executor.close()
+        if executor is not None:
+            executor.close()
         store.close()
         progress.close()
         if stream is not None:
@@ -147,11 +189,38 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
             source_info = meta["source"] = dict(stream.describe()) if stream.describe else source_info
             meta["total"] = total
         meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
+        if reuse.cache is not None:
+            meta["cache"] = describe_cache(reuse.cache)
         _write_meta(out, meta)
     if stream is not None and stream.error is not None:
         raise stream.error  # the listing broke off: the records so far are kept, a rerun resumes
     report = _report(out) if write_report else None
     return SweepResult(out, total, progress.done, skipped, report, source_info)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def starting_line(cfg: SweepConfig, models: int) -> str:
+    """What happens before the first record (seconds to a minute): said before it starts."""
+    checks = f"{models} check{'s' if models != 1 else ''}"
+    if cfg.executor == "ray":
+        where = f"attaching to Ray at {cfg.address}" if cfg.address else "starting Ray (local)"
+        return f"{where}; its workers import torch and transformers before the first of {checks} ..."
+    if cfg.executor == "process":
+        from sweeper.executors.process import default_workers
+
+        n = min(default_workers(cfg), models) if models else default_workers(cfg)
+        return f"starting {n} worker process{'es' if n > 1 else ''} (importing torch and transformers) for {checks} ..."
+    return f"running {checks} in this process ..."
+
+
+def _check_model() -> CheckFn:
+    """The real check, imported when a model is about to run (it imports torch)."""
+    from sweeper.check import check_model
+
+    return check_model
 
 
 def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:

@@ -36,9 +36,16 @@ class RecordStore:
 
     def append(self, record: ModelRecord) -> None:
         """Write one record durably (one write call, then flush and fsync)."""
+        self.append_all([record])
+
+    def append_all(self, records: list[ModelRecord]) -> None:
+        """Write records durably with one write and one fsync (a check and the copies of it
+        arrive together; an fsync each would cost more than writing them)."""
         if self._fh is None:
             raise RuntimeError("RecordStore.append before open()")
-        self._fh.write(record.to_json() + "\n")
+        if not records:
+            return
+        self._fh.write("".join(record.to_json() + "\n" for record in records))
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

@@ -36,8 +36,13 @@ def failure_record(
     message: str,
     stage: str | None = None,
     sweep_id: str = "",
+    infrastructure: bool = False,
 ) -> ModelRecord:
-    """The record for a model whose worker crashed, hung or ran out of memory."""
+    """The record for a model whose worker crashed, hung or ran out of memory.
+
+    ``infrastructure`` marks a failure that says nothing about the model (a lost Ray
+    worker, a check that raised): no other model's record is copied from it.
+    """
     from sweeper.origins import on_host
     from sweeper.repro import repro_command
 
@@ -48,6 +53,8 @@ def failure_record(
     record.repro = repro_command(ref, cfg)
     if stage:
         record.notes["stage"] = stage
+    if infrastructure:
+        record.notes["infrastructure"] = True
     return record
 
 

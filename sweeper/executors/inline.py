@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from sweeper.executors import progress
 from sweeper.executors.base import CheckFn, OnRecord
 from sweeper.records import ModelRef
 
@@ -15,9 +16,23 @@ if TYPE_CHECKING:
 class InlineExecutor:
     """No isolation and no timeout: a crash ends the sweep. Use ``process`` or ``ray`` for real runs."""
 
+    def __init__(self) -> None:
+        self.current: str | None = None
+
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         for ref in refs:
-            on_record(check(ref, cfg))
+            progress.begin(ref.key)
+            self.current = ref.key
+            try:
+                record = check(ref, cfg)
+            finally:
+                self.current = None
+            on_record(record)
+
+    def running(self) -> list[progress.Progress]:
+        """The model being checked (its stage as ``check_model`` marks it)."""
+        found = progress.current()
+        return [found] if self.current is not None and found.key == self.current else []
 
     def close(self) -> None:
         return None

@@ -16,6 +16,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sweeper.executors import progress
 from sweeper.executors.base import CheckFn, OnRecord
 from sweeper.executors.child import memory_limit_mb
 from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot
@@ -80,6 +81,10 @@ class ProcessExecutor:
                 return True
             slot.submit(ref)
         return False
+
+    def running(self) -> list[progress.Progress]:
+        """The models running now, with their stage and start (for the progress bar)."""
+        return [p for p in (slot.current() for slot in list(self.slots)) if p is not None]
 
     def _close_slots(self) -> None:
         for slot in self.slots:

@@ -5,7 +5,8 @@ A worker process that runs models is attached to a small memory-mapped file
 ``mark(op=...)`` before risky operators; each call is one ``memcpy`` into the mapping, so
 it is cheap enough to call per op. When the worker segfaults, aborts, hangs or is killed for
 memory, the parent reads the file (``read(path)``) and puts the stage and op into the
-failure record. Outside a worker (the inline executor, plain scripts) ``mark`` is a no-op.
+failure record. Outside a worker (the inline executor, plain scripts) ``mark`` only keeps
+the state in memory, where ``current()`` reads it (the inline executor's progress bar).
 """
 
 from __future__ import annotations
@@ -69,15 +70,14 @@ def mark(stage: str | None = None, op: str | None = None) -> None:
     """Record the stage (which clears the op) and/or the op the current model is in.
 
     Call at each stage start (``mark(stage="forward")``) and, where useful, before an
-    operator that may crash (``mark(op="aten::mm")``). Never raises; no-op outside a worker.
+    operator that may crash (``mark(op="aten::mm")``). Never raises; in memory only outside a worker.
     """
-    if _STATE.mm is None:
-        return
     if stage is not None:
         _STATE.stage, _STATE.op = str(stage.value if hasattr(stage, "value") else stage), None
     if op is not None:
         _STATE.op = str(op)
-    _write()
+    if _STATE.mm is not None:  # in the driver (inline) the state is read in-process only
+        _write()
 
 
 def current() -> Progress:

@@ -14,9 +14,11 @@ Records go to ``on_record`` in the driver only; tasks return plain records.
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from sweeper.errors import UsageError
+from sweeper.executors import progress
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
 from sweeper.executors.supervisor import Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
@@ -101,6 +104,7 @@ class RayExecutor:
         self.starting: dict[int, Any] = {}  # actor index -> its ready() call, until it answers
         self.actor_starts = 0
         self.failed_starts = 0
+        self.pids: dict[int, int] = {}  # actor index -> its pid, once it answered ready()
 
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
@@ -158,14 +162,30 @@ class RayExecutor:
                 continue
             del self.starting[i]
             try:
-                ray.get(handle)
+                self.pids[i] = ray.get(handle)
             except RayError as exc:  # e.g. the check function does not import on that node
                 self.failed_starts += 1
                 if self.failed_starts > 2 * len(self.actors):
                     raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
                 self.actors[i] = self._new_actor(i)
 
+    def running(self) -> list[progress.Progress]:
+        """The models running now (for the progress bar): stage and start from the worker's
+        progress file when it is on this machine, else the running call's first model."""
+        out = []
+        for i, queue in enumerate(list(self.queues)):
+            call = queue[0] if queue else None
+            if call is None or call.started is None:
+                continue
+            found = progress.read(local_progress_file(self.pids.get(i)))
+            if found.key not in {ref.key for ref in call.refs}:
+                since = time.time() - (time.monotonic() - call.started)
+                found = progress.Progress(key=call.refs[0].key, started=since)
+            out.append(found)
+        return out
+
     def _new_actor(self, i: int) -> Any:
+        self.pids.pop(i, None)
         self.actor_starts += 1
         actor = self._remote.remote(*self._args)
         self.starting[i] = actor.ready.remote()
@@ -246,7 +266,10 @@ class RayExecutor:
                     self._lose_actor(i, wedged, window, pending, on_record)
 
     def _failed(self, ref: ModelRef, status: Status, kind: ReasonKind, message: str) -> ModelRecord:
-        return failure_record(ref, self.cfg, status=status, kind=kind, message=message, sweep_id=str(self.cfg.extra.get("sweep_id", "")))
+        return failure_record(
+            ref, self.cfg, status=status, kind=kind, message=message,
+            sweep_id=str(self.cfg.extra.get("sweep_id", "")), infrastructure=True,
+        )
 
     def _kill_actors(self) -> None:
         # Idle actors politely first, so workers end and temp files go; busy ones (an
@@ -268,6 +291,14 @@ class RayExecutor:
             if self.started_ray:
                 ray.shutdown()
         self.started_ray = False
+
+
+def local_progress_file(pid: int | None) -> str:
+    """The progress file of the worker of the actor ``pid`` when it runs on this machine."""
+    if pid is None:
+        return ""
+    found = glob.glob(os.path.join(tempfile.gettempdir(), f"sweeper-ray-{pid}-*", "worker-0.progress"))
+    return found[0] if found else ""
 
 
 def _first_line(exc: BaseException) -> str:

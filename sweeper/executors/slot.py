@@ -40,6 +40,7 @@ from sweeper.records import (
 
 STARTUP_GRACE_S = 120.0  # a fresh worker imports torch + transformers before its first model
 MEMORY_POLL_S = 0.2
+CHILDREN_SCAN_S = 2.0
 RECYCLE_RSS_MB = 3072  # past this after a model, start the next one in a fresh process
 
 
@@ -68,6 +69,9 @@ class WorkerSlot:
         self.started_workers = 0
         self._next_memory_check = 0.0
         self._next_growth_check = 0.0
+        self._ps: psutil.Process | None = None
+        self._kids: list[psutil.Process] = []
+        self._next_kids_scan = 0.0
 
     @property
     def busy(self) -> bool:
@@ -92,6 +96,17 @@ class WorkerSlot:
         self.conn.send(("run", ref))
         now = time.monotonic()
         self.job = Job(ref, submitted=now, started=now if self.ready else None)
+
+    def current(self) -> progress.Progress | None:
+        """What the worker is doing now (model, stage, since when), or None when idle."""
+        job = self.job
+        if job is None:
+            return None
+        found = progress.read(self.progress_path)
+        if found.key == job.ref.key:
+            return found
+        since = time.time() - (time.monotonic() - job.submitted)
+        return progress.Progress(key=job.ref.key, stage=None if self.ready else "starting worker", started=since)
 
     def waitables(self) -> list[Any]:
         """What ``multiprocessing.connection.wait`` should watch for this slot."""
@@ -140,11 +155,28 @@ class WorkerSlot:
     def _rss_mb(self, *, children: bool = True) -> float:
         """The worker's resident memory, with what it started (compile workers) unless told not."""
         try:
-            proc = psutil.Process(self.proc.pid)
-            procs = [proc, *proc.children(recursive=True)] if children else [proc]
-            return sum(p.memory_info().rss for p in procs) / MIB
+            proc = self._process()
+            procs = [proc, *self._children(proc)] if children else [proc]
         except psutil.Error:
             return 0.0
+        total = 0
+        for p in procs:
+            with contextlib.suppress(psutil.Error):  # a compile worker may have just ended
+                total += p.memory_info().rss
+        return total / MIB
+
+    def _process(self) -> psutil.Process:
+        if self._ps is None or self._ps.pid != self.proc.pid:
+            self._ps, self._kids, self._next_kids_scan = psutil.Process(self.proc.pid), [], 0.0
+        return self._ps
+
+    def _children(self, proc: psutil.Process) -> list[psutil.Process]:
+        """The worker's descendants, rescanned every ``CHILDREN_SCAN_S``: finding them reads
+        every process on the machine, too much to do five times a second per worker."""
+        now = time.monotonic()
+        if now >= self._next_kids_scan:
+            self._kids, self._next_kids_scan = proc.children(recursive=True), now + CHILDREN_SCAN_S
+        return self._kids
 
     def _grown(self) -> bool:
         """Past the recycle threshold? Looked at most once a second: scanning /proc per model

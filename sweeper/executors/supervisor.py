@@ -26,7 +26,8 @@ class Supervisor:
     """Ray actor: runs chunks of models in its own worker process, returns their records."""
 
     def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="sweeper-ray-"))
+        # The pid in the name lets a driver on the same node find the worker's progress file.
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"sweeper-ray-{os.getpid()}-"))
         local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, workers_per_node))
         self.slot = WorkerSlot(local, check, workdir=self.workdir, num_threads=threads_per_worker(cfg))
 

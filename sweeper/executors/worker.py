@@ -160,7 +160,7 @@ def run_one(check: CheckFn, ref: ModelRef, cfg: Any) -> ModelRecord:
         kind = ReasonKind.OOM if isinstance(exc, MemoryError) else ReasonKind.HARNESS
         return failure_record(
             ref, cfg, status=Status.ERROR, kind=kind, message=f"check raised {where}: {tb}",
-            stage=progress.current().stage, sweep_id=str(cfg.extra.get("sweep_id", "")),
+            stage=progress.current().stage, sweep_id=str(cfg.extra.get("sweep_id", "")), infrastructure=True,
         )
 
 

@@ -44,6 +44,9 @@ def overview(data: SweepData) -> dict[str, Any]:
         "categories": counts,
         "pass_rate": counts["pass"] / tested if tested else None,
         "status_counts": {k: int(v) for k, v in sorted(m["status"].value_counts().items())},
+        # Models sharing a fingerprint are one check (run once, or copied from a cache).
+        "distinct_checks": int(m["fingerprint"].nunique()),
+        "checks_run": int(m["reused_from"].isna().sum()),
     }
 
 

@@ -106,6 +106,7 @@ def summary(a: Analysis) -> dict[str, Any]:
         "ended": meta.get("ended"),
         "wall_seconds": meta.get("wall_seconds"),
         "skipped_lines": a.data.skipped_lines,
+        "checks": checks_line(a.overview),
         "overview": {k: _plain(v) for k, v in a.overview.items()},
         "coverage": a.coverage,
         "stages": records(a.stages, None),
@@ -135,3 +136,8 @@ def summary(a: Analysis) -> dict[str, Any]:
             "nondeterministic": records(a.numerics["nondeterministic"], None),
         },
     }
+
+
+def checks_line(overview: dict[str, Any]) -> str:
+    """``1,000 models, 281 distinct checks``: how much work the sweep really had."""
+    return f"{overview['models']:,} models, {overview['distinct_checks']:,} distinct checks"

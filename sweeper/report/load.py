@@ -42,7 +42,7 @@ MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
-    "config_source", "grad_max_rel_diff", "nondeterministic_diff",
+    "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
 ]  # fmt: skip
 
 
@@ -304,6 +304,9 @@ def _model_row(raw: dict, blockers: list[tuple]) -> tuple:
         (raw.get("notes") or {}).get("config_source") if isinstance(raw.get("notes"), dict) else None,
         _figure(raw, "backward", "max_rel"),
         _figure(raw, "nondeterministic", "max_abs"),
+        raw.get("reused_from") or None,
+        # Records without a fingerprint (older sweeps, test checks) are each their own check.
+        str((raw.get("notes") or {}).get("fingerprint") or raw.get("key") or raw["model_id"]),
     )
 
 

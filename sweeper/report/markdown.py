@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper.report import sections
-from sweeper.report.analysis import Analysis
+from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, seconds, table
 from sweeper.report.load import CATEGORIES
 
@@ -69,8 +69,16 @@ def header(a: Analysis) -> str:
         ("configs", md(config_label(a.builds))),
         ("wall time", seconds(meta.get("wall_seconds")) if meta.get("wall_seconds") is not None else "—"),
     ]
+    if a.overview["distinct_checks"] < a.overview["models"]:  # models shared checks: say how many ran
+        rows.insert(-1, ("checks", md(checks_line(a.overview)) + _reused(a.overview)))
     title = f"# Model sweep on {md(device_name(meta, a))}"
     return title + "\n\n" + table(["", ""], ([f"**{k}**", v] for k, v in rows))
+
+
+def _reused(o: dict[str, Any]) -> str:
+    """How many records copy another model's check (within the sweep or from the cache)."""
+    copied = o["models"] - o["checks_run"]
+    return f" ({num(o['checks_run'])} run, {num(copied)} reused)" if copied else ""
 
 
 def config_label(builds: dict[str, Any]) -> str:

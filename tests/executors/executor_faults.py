@@ -176,3 +176,10 @@ def check_fault_records(got: dict[str, ModelRecord]) -> None:
             assert record.status == Status.PASS, record.reason
         else:
             assert record.repro.startswith("sweep one ")
+
+
+def compiling_check(ref: ModelRef, cfg: Any) -> ModelRecord:
+    """A model that sits in its compile stage for a while (progress-bar tests)."""
+    progress.mark(stage="compile")
+    time.sleep(float(cfg.extra.get("compile_s", 3.0)))
+    return ok_check(ref, cfg)

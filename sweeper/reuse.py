@@ -1,0 +1,183 @@
+"""Do each distinct check once: group a sweep's refs by fingerprint, run one per group.
+
+The driver asks ``Reuse.plan`` which refs to run: the first ref (in rank order) of each
+fingerprint not already answered. Answers come from records of the same sweep folder (a
+resumed sweep), from ``--cache``, or from the representative's record once it comes back
+(``settle``): every other ref of its group then gets a copy of it under its own identity
+(model id, key, rank, downloads, pipeline tag, repro, ...) with ``reused_from`` naming the
+model that ran. Every model still gets exactly one record.
+
+A representative that crashed, timed out or ran out of memory answers for its group too:
+it is the same build on the same device, so the others would do the same (and a timeout
+repeated per model would cost the timeout each time). Only infrastructure failures (a lost
+Ray worker, a check that raised; ``notes.infrastructure``) answer for nobody: the next ref
+of the group runs in the next round.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from sweeper.cache import ResultCache
+from sweeper.records import ModelRecord, ModelRef, Reason, base_record
+
+# Notes that describe one worker's run, not the check's outcome.
+RUN_NOTES = ("infra_retries", "worker_recycled")
+Fingerprint = Callable[[ModelRef], str]
+
+if TYPE_CHECKING:
+    from sweeper.config import SweepConfig
+
+
+def reusable(record: ModelRecord) -> bool:
+    """Whether ``record`` can answer for other refs with its fingerprint."""
+    return not record.notes.get("infrastructure")
+
+
+def copy_for(record: ModelRecord, ref: ModelRef, *, repro: str) -> ModelRecord:
+    """``record``'s outcome under ``ref``'s identity; ``reused_from`` names the model that ran."""
+    new = ModelRecord.from_dict(json.loads(record.to_json()))  # deep copy
+    ident = base_record(ref, sweep_id=record.sweep_id, device=record.device, status=record.status)
+    for name in ("model_id", "key", "rank", "downloads", "revision", "pipeline_tag", "library_name"):
+        setattr(new, name, getattr(ident, name))
+    new.model_type = ref.model_type or record.model_type
+    new.architecture = record.architecture or ref.architecture
+    new.repro = repro
+    new.reused_from = record.reused_from or record.model_id
+    new.seconds = 0.0  # this model cost nothing; the stages keep the check's own timings
+    for note in RUN_NOTES:
+        new.notes.pop(note, None)
+    if record.model_id and record.model_id != ref.model_id:
+        _rename(new, record.model_id, ref.model_id)
+    return new
+
+
+def _rename(record: ModelRecord, old: str, new: str) -> None:
+    """Messages that name the model that ran (``X needs trust_remote_code``) name this one."""
+
+    def fix(reason: Reason | None) -> Reason | None:
+        if reason is None or old not in reason.message:
+            return reason
+        return dataclasses.replace(reason, message=reason.message.replace(old, new))
+
+    record.reason = fix(record.reason)
+    record.blockers = [b for b in (fix(b) for b in record.blockers) if b is not None]
+    record.stages = {k: dataclasses.replace(v, reason=fix(v.reason)) for k, v in record.stages.items()}
+
+
+class Reuse:
+    """One sweep's bookkeeping: fingerprints, answers by fingerprint, refs waiting for one."""
+
+    def __init__(
+        self,
+        fingerprint: Fingerprint,
+        *,
+        repro: Callable[[ModelRef], str],
+        enabled: bool = True,
+        known: Iterable[ModelRecord] = (),
+        cache: ResultCache | None = None,
+        cacheable: Callable[[ModelRef], bool] = lambda ref: True,
+    ) -> None:
+        self.fingerprint = fingerprint
+        self.repro = repro
+        self.enabled = enabled
+        self.cache = cache
+        self.cacheable = cacheable
+        self.fp_of: dict[str, str] = {}  # ref key -> fingerprint
+        self.answers: dict[str, ModelRecord] = {}
+        self.waiting: dict[str, list[ModelRef]] = {}  # fingerprint -> refs waiting for its answer
+        self.running: dict[str, ModelRef] = {}  # ref key -> the representative in flight
+        if enabled:
+            for record in known:
+                fp = record.notes.get("fingerprint")
+                if fp and reusable(record):
+                    self.answers.setdefault(fp, record)
+
+    def plan(self, refs: Iterable[ModelRef]) -> tuple[list[ModelRef], list[ModelRecord]]:
+        """(refs to run now, records already answered); the rest wait for a representative."""
+        run: list[ModelRef] = []
+        ready: list[ModelRecord] = []
+        for ref in refs:
+            fp = self.fp_of[ref.key] = self.fingerprint(ref)
+            if not self.enabled:
+                run.append(ref)
+                continue
+            answer = self._answer(fp)
+            if answer is not None:
+                ready.append(self._copy(answer, ref))
+            elif fp in self.waiting:
+                self.waiting[fp].append(ref)
+            else:
+                self.waiting[fp] = []
+                run.append(ref)
+        self.running.update((ref.key, ref) for ref in run)
+        return run, ready
+
+    def stream(self, refs: Iterable[ModelRef]) -> Iterator[ModelRef]:
+        """Refs of a listing that streams while the sweep runs: each is fingerprinted as it
+        is pulled and runs (grouping would have to hold the listing back)."""
+        for ref in refs:
+            self.fp_of[ref.key] = self.fingerprint(ref)
+            self.running[ref.key] = ref
+            yield ref
+
+    def _answer(self, fp: str) -> ModelRecord | None:
+        if fp not in self.answers and self.cache is not None:
+            cached = self.cache.get(fp)
+            if cached is not None:
+                cached.notes["cached_from_sweep"] = cached.sweep_id
+                self.answers[fp] = cached
+        return self.answers.get(fp)
+
+    def _copy(self, record: ModelRecord, ref: ModelRef) -> ModelRecord:
+        return copy_for(record, ref, repro=self.repro(ref))
+
+    def settle(self, record: ModelRecord) -> list[ModelRecord]:
+        """A record came back: it and the copies it answers for, to be written in order."""
+        fp = self.fp_of.get(record.key)
+        ref = self.running.pop(record.key, None)
+        if not fp:
+            return [record]
+        record.notes["fingerprint"] = fp
+        if ref is not None and self.cache is not None and reusable(record) and self.cacheable(ref):
+            self.cache.put(fp, record)
+        if not self.enabled or not reusable(record):
+            return [record]
+        self.answers.setdefault(fp, record)
+        return [record, *(self._copy(record, r) for r in self.waiting.pop(fp, []))]
+
+    def next_round(self) -> list[ModelRef]:
+        """Representatives for groups left unanswered (their first one failed for
+        infrastructure reasons): empty when every ref has its record."""
+        run = []
+        for fp, refs in list(self.waiting.items()):
+            if refs and not any(self.fp_of.get(k) == fp for k in self.running):
+                run.append(refs.pop(0))
+            if not refs:
+                del self.waiting[fp]
+        self.running.update((ref.key, ref) for ref in run)
+        return run
+
+
+def for_sweep(cfg: SweepConfig, device_info: dict, *, known: Iterable[ModelRecord], fingerprinted: bool) -> Reuse:
+    """The sweep's ``Reuse``: sharing per ``cfg.reuse``, ``--cache`` when given (with
+    ``--no-reuse`` the cache is written, never read: a refresh).
+
+    ``fingerprinted`` is False for a check other than ``check_model`` (a test's, a
+    plugin's): the fingerprint does not describe its outcome, so nothing is shared, cached
+    or fingerprinted.
+    """
+    from sweeper.fingerprint import Fingerprinter
+    from sweeper.repro import repro_command
+
+    if not fingerprinted:
+        return Reuse(lambda ref: "", repro=lambda ref: repro_command(ref, cfg), enabled=False)
+    fingerprinter = Fingerprinter(cfg, device_info)
+    cache = ResultCache(cfg.cache) if cfg.cache else None
+    return Reuse(
+        fingerprinter, repro=lambda ref: repro_command(ref, cfg), enabled=cfg.reuse,
+        known=known if cfg.reuse else (), cache=cache, cacheable=fingerprinter.cacheable,
+    )

@@ -1,0 +1,159 @@
+"""Each distinct check once: fingerprints, groups, copies, infrastructure failures, cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.cache import ResultCache
+from sweeper.config import SweepConfig
+from sweeper.fingerprint import Fingerprinter
+from sweeper.records import ModelRef, Reason, ReasonKind, Status, base_record
+from sweeper.reuse import Reuse, copy_for
+
+CPU = {"spec": "cpu", "profile": {}}
+
+
+def _ref(model_id: str, rank: int, **kw) -> ModelRef:
+    kw.setdefault("model_type", "bert")
+    kw.setdefault("source", "catalog")
+    return ModelRef(model_id=model_id, rank=rank, downloads=1000 - rank, pipeline_tag=kw.pop("tag", "fill-mask"), **kw)
+
+
+def _fp(cfg: SweepConfig = SweepConfig(), device: dict = CPU, *, offline: bool = True) -> Fingerprinter:
+    return Fingerprinter(cfg, device, offline=offline)
+
+
+def test_offline_defaults_of_one_type_and_task_share_a_fingerprint():
+    fp = _fp()
+    a, b = _ref("org/a", 1), _ref("org/b", 2, tag="fill-mask", library_name="sentence-transformers")
+    assert fp(a) == fp(b)
+    # A task asking for another head, another type, another architecture: another check.
+    assert fp(a) != fp(_ref("org/c", 3, tag="text-classification"))
+    assert fp(a) != fp(_ref("org/d", 4, model_type="roberta"))
+    assert fp(a) != fp(_ref("org/e", 5, architecture="BertModel"))
+
+
+def test_refs_whose_configs_differ_never_share():
+    fp = _fp()
+    small = _ref("org/a", 1, config={"model_type": "bert", "hidden_size": 64})
+    large = _ref("org/b", 2, config={"model_type": "bert", "hidden_size": 128})
+    same = _ref("org/c", 3, config={"hidden_size": 64, "model_type": "bert"})
+    assert fp(small) != fp(large)
+    assert fp(small) == fp(same)  # key order does not matter
+    assert fp(small) != fp(_ref("org/d", 4))  # the ref's own config is not the default
+
+
+def test_a_reachable_hub_or_pretrained_weights_make_every_model_its_own_check():
+    online = _fp(offline=False)
+    assert online(_ref("org/a", 1)) != online(_ref("org/b", 2))
+    pretrained = _fp(SweepConfig(weights="pretrained"))
+    assert pretrained(_ref("org/a", 1)) != pretrained(_ref("org/b", 2))
+    # Offline, a model without a type fails naming itself: no sharing either.
+    fp = _fp()
+    assert fp(_ref("org/a", 1, model_type=None)) != fp(_ref("org/b", 2, model_type=None))
+
+
+def test_unsupported_library_is_one_check_per_library():
+    fp = _fp()
+    assert fp(_ref("x/a", 1, library_name="timm", model_type=None)) == fp(_ref("x/b", 2, library_name="timm"))
+    assert fp(_ref("x/a", 1, library_name="timm")) != fp(_ref("x/c", 3, library_name="diffusers"))
+
+
+@pytest.mark.parametrize(
+    "change, shares",
+    [
+        ({"seed": 1}, False), ({"dtype": "bfloat16"}, False), ({"stages": ("load", "forward")}, False),
+        ({"collect_all": True}, False), ({"compile_backend": "aot_eager"}, False), ({"retie_weights": True}, False),
+        ({"device": "trnsim"}, False), ({"timeout": 10.0}, False),
+        ({"workers": 7}, True), ({"top": 3}, True), ({"executor": "inline"}, True), ({"reuse": False}, True),
+    ],
+)  # fmt: skip
+def test_settings_that_decide_an_outcome_are_in_the_fingerprint(change, shares):
+    ref = _ref("org/a", 1)
+    assert (_fp()(ref) == _fp(SweepConfig().replace(**change))(ref)) is shares
+
+
+def test_a_new_device_profile_is_a_new_check():
+    ref = _ref("org/a", 1)
+    one = _fp(device={"spec": "trnsim", "profile": {"name": "p", "hash": "1"}})
+    two = _fp(device={"spec": "trnsim", "profile": {"name": "p", "hash": "2"}})
+    assert one(ref) != two(ref)
+
+
+def _record(ref: ModelRef, status: Status = Status.PASS, **notes):
+    rec = base_record(ref, sweep_id="s1", device="cpu", status=status)
+    rec.architecture = "BertForMaskedLM"
+    rec.seconds = 3.0
+    rec.notes.update(notes)
+    return rec
+
+
+def _reuse(**kw) -> Reuse:
+    return Reuse(lambda ref: ref.model_type or ref.model_id, repro=lambda ref: f"sweep one {ref.model_id}", **kw)
+
+
+def test_one_representative_per_group_and_copies_with_their_own_identity():
+    refs = [_ref("org/a", 1), _ref("org/b", 2), _ref("org/c", 3, model_type="gpt2"), _ref("org/d", 4)]
+    reuse = _reuse()
+    run, ready = reuse.plan(refs)
+    assert [r.model_id for r in run] == ["org/a", "org/c"] and ready == []
+    rep = _record(refs[0], Status.FAIL)
+    rep.reason = Reason(ReasonKind.REMOTE_CODE, "org/a ships its own code")
+    rep.blockers = [rep.reason]
+    out = reuse.settle(rep)
+    assert [r.model_id for r in out] == ["org/a", "org/b", "org/d"]
+    copy = out[2]
+    assert (copy.key, copy.rank, copy.downloads, copy.repro) == ("org/d", 4, 996, "sweep one org/d")
+    assert copy.reused_from == "org/a" and out[0].reused_from is None
+    assert copy.status is Status.FAIL and copy.architecture == "BertForMaskedLM" and copy.seconds == 0.0
+    assert copy.reason.message == "org/d ships its own code"  # messages name the model itself
+    assert copy.notes["fingerprint"] == out[0].notes["fingerprint"] == "bert"
+    assert [r.model_id for r in reuse.settle(_record(refs[2]))] == ["org/c"]  # a group of one
+    assert reuse.next_round() == []
+
+
+def test_an_infrastructure_failure_answers_for_nobody_the_next_ref_runs():
+    refs = [_ref("org/a", 1), _ref("org/b", 2), _ref("org/c", 3)]
+    reuse = _reuse()
+    reuse.plan(refs)
+    lost = _record(refs[0], Status.ERROR, infrastructure=True)
+    assert reuse.settle(lost) == [lost]
+    again = reuse.next_round()
+    assert [r.model_id for r in again] == ["org/b"]
+    out = reuse.settle(_record(again[0], Status.CRASH))  # a crash of the model itself is shared
+    assert [(r.model_id, r.reused_from) for r in out] == [("org/b", None), ("org/c", "org/b")]
+    assert reuse.next_round() == []
+
+
+def test_resume_copies_from_records_already_written():
+    done = _record(_ref("org/a", 1), fingerprint="bert")
+    reuse = _reuse(known=[done])
+    run, ready = reuse.plan([_ref("org/b", 2), _ref("org/c", 3, model_type="gpt2")])
+    assert [r.model_id for r in run] == ["org/c"]
+    assert [(r.model_id, r.reused_from) for r in ready] == [("org/b", "org/a")]
+
+
+def test_no_reuse_runs_everything_but_still_fingerprints():
+    refs = [_ref("org/a", 1), _ref("org/b", 2)]
+    reuse = _reuse(enabled=False)
+    run, _ = reuse.plan(refs)
+    assert run == refs
+    assert [r.notes["fingerprint"] for r in reuse.settle(_record(refs[1]))] == ["bert"]
+
+
+def test_cache_answers_the_next_sweep_and_skips_timeouts(tmp_path):
+    first = _reuse(cache=ResultCache(tmp_path))
+    first.plan([_ref("org/a", 1), _ref("org/t", 2, model_type="slow")])
+    first.settle(_record(_ref("org/a", 1)))
+    first.settle(_record(_ref("org/t", 2, model_type="slow"), Status.TIMEOUT))
+    nightly = _reuse(cache=ResultCache(tmp_path))
+    run, ready = nightly.plan([_ref("org/a", 1), _ref("org/new", 3), _ref("org/t", 4, model_type="slow")])
+    assert [r.model_id for r in run] == ["org/t"]
+    assert [(r.model_id, r.reused_from, r.notes["cached_from_sweep"]) for r in ready] == [
+        ("org/a", "org/a", "s1"), ("org/new", "org/a", "s1")]  # fmt: skip
+
+
+def test_copy_of_a_copy_names_the_model_that_ran():
+    rec = _record(_ref("org/a", 1))
+    second = copy_for(copy_for(rec, _ref("org/b", 2), repro=""), _ref("org/c", 3), repro="")
+    assert second.reused_from == "org/a" and second.model_id == "org/c"
