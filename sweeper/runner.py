@@ -21,8 +21,10 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
+from sweeper.folder_lock import own_folder
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
+from sweeper.redact import redact_obj
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore
 from sweeper.versions import versions
@@ -99,13 +101,30 @@ def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
 
 
 def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = False, write_report: bool = True) -> SweepResult:
-    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went."""
+    """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
+
+    The output folder is locked for the whole run: a second sweep on it exits 2.
+    """
     refs, source_info, device_info = plan(cfg)
     out = cfg.out_dir
-    if not quiet:
-        why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
-        print(f"source: {source_info.get('name')}{why}; {len(refs)} models; device {cfg.device}; out {out}", file=sys.stderr)
+    with own_folder(out):
+        if not quiet:
+            why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
+            print(f"source: {source_info.get('name')}{why}; {len(refs)} models; device {cfg.device}; out {out}", file=sys.stderr)
+        new, skipped = _execute(cfg, refs, source_info, device_info, check=check, quiet=quiet)
+        report = _report(out) if write_report else None
+    return SweepResult(out, len(refs), new, skipped, report, source_info)
+
+
+def _execute(cfg: SweepConfig, refs: list[ModelRef], source_info: dict, device_info: dict, *, check: CheckFn, quiet: bool) -> tuple[int, int]:
+    """Run the models not yet recorded; returns (new records, already recorded)."""
+    out = cfg.out_dir
     store = RecordStore(out).open()
+    if store.rejected_lines:
+        print(
+            f"sweep: warning: {store.rejected_lines} line(s) of {store.path} were not records; "
+            f"moved to {store.rejected_path}", file=sys.stderr,
+        )
     done = store.done_keys()
     todo = [ref for ref in refs if ref.key not in done]
     meta = _start_meta(out, cfg, source_info, device_info, total=len(refs))
@@ -120,14 +139,16 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
     executor = get_executor(cfg)
     try:
         executor.run(iter(todo), cfg, check=check, on_record=on_record)
+    except KeyboardInterrupt:
+        meta["interrupted"] = True
+        raise
     finally:
         executor.close()
         store.close()
         progress.close()
         meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
         _write_meta(out, meta)
-    report = _report(out) if write_report else None
-    return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+    return progress.done, len(refs) - len(todo)
 
 
 def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:
@@ -156,7 +177,7 @@ def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, tota
 
 def _write_meta(out: Path, meta: dict[str, Any]) -> None:
     tmp = out / (SWEEP_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    tmp.write_text(json.dumps(redact_obj(meta), indent=2, default=str) + "\n")
     os.replace(tmp, out / SWEEP_FILE)
 
 

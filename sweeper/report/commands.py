@@ -26,26 +26,30 @@ def write_report(out_dir: Path, *, charts: bool = True) -> Path:
 def _write_report(out_dir: Path, *, charts: bool) -> Path:
     from sweeper.report import markdown, sections
     from sweeper.report.export import write_parquet
+    from sweeper.staged import Staged
 
     data = read_sweep(out_dir)
     a = analyse(data)
-    written = []
-    if charts:
-        from sweeper.report.charts import write_charts
+    # Every output is staged and renamed together: a failure leaves the old set intact.
+    with Staged(out_dir) as staged:
+        written = []
+        if charts:
+            from sweeper.report.charts import write_charts
 
-        written = write_charts(a, out_dir / CHARTS_DIR)
-    models_file = None
-    if len(data.models) > sections.MODEL_ROWS:
-        models_file = MODELS_FILE
-        table = sections.model_table(data.models, data.stages, weighted=a.weighted, link=markdown.links_to_hub(a))
-        (out_dir / MODELS_FILE).write_text(f"# All {len(data.models):,} models\n\n{table}\n", encoding="utf-8")
-    else:
-        (out_dir / MODELS_FILE).unlink(missing_ok=True)
+            chart_dir = staged.folder_path(CHARTS_DIR)
+            written = write_charts(a, chart_dir)
+        models_file = None
+        if len(data.models) > sections.MODEL_ROWS:
+            models_file = MODELS_FILE
+            table = sections.model_table(data.models, data.stages, weighted=a.weighted, link=markdown.links_to_hub(a))
+            staged.text(MODELS_FILE, f"# All {len(data.models):,} models\n\n{table}\n")
+        else:
+            staged.remove(MODELS_FILE)
+        staged.text(REPORT_FILE, markdown.render(a, charts=written, models_file=models_file))
+        text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        staged.text(SUMMARY_FILE, text + "\n")
+        write_parquet(data, staged.path(PARQUET_FILE))
     report = out_dir / REPORT_FILE
-    report.write_text(markdown.render(a, charts=written, models_file=models_file), encoding="utf-8")
-    text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
-    (out_dir / SUMMARY_FILE).write_text(text + "\n", encoding="utf-8")
-    write_parquet(data, out_dir / PARQUET_FILE)
     return report
 
 
@@ -61,11 +65,11 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     return text, 1 if fail_on_regression and result.regressed_any else 0
 
 
-def publish(out_dir: Path, to: str) -> str:
+def publish(out_dir: Path, to: str, *, force: bool = False) -> str:
     """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
     Returns where it went."""
     from sweeper.report.publish import publish_folder, publish_hub
 
     if to.startswith("hf://"):
         return publish_hub(Path(out_dir), to)
-    return publish_folder(Path(out_dir), Path(to))
+    return publish_folder(Path(out_dir), Path(to), force=force)
