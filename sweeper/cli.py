@@ -258,13 +258,15 @@ def _main(argv: list[str] | None) -> None:
     except click_exceptions.UsageError as exc:
         _die(exc.format_message().replace("\n", " "))
     except _EXIT as exc:
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except (_ABORT, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         _die(INTERRUPTED, code=130)
     except Exception as exc:  # noqa: BLE001 - an OS error or a bug: one line, the traceback on request
         if os.environ.get("SWEEPER_DEBUG"):
             raise
         _die(f"{type(exc).__name__}: {exc} (set SWEEPER_DEBUG=1 for the traceback)", code=1)
+    if code == 130:  # typer turns Ctrl-C (and SIGTERM, see sweeper.interrupt) into exit code 130
+        _die(INTERRUPTED, code=130)
     sys.exit(code if isinstance(code, int) else 0)
 
 

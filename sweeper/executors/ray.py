@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -26,7 +30,8 @@ from ray.exceptions import RayError, RayTaskError
 
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
-from sweeper.executors.supervisor import Supervisor
+from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
+from sweeper.interrupt import reclaim
 from sweeper.executors.window import DEPTH, Call, Window
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
@@ -101,17 +106,19 @@ class RayExecutor:
         self.starting: dict[int, Any] = {}  # actor index -> its ready() call, until it answers
         self.actor_starts = 0
         self.failed_starts = 0
+        self.tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
         self.cfg = cfg
         self.started_ray = connect(cfg) or self.started_ray
+        reclaim()  # ray.init installs its own SIGTERM handler; the sweep must still close cleanly
         n = cluster_workers(cfg)
         self._remote = ray.remote(Supervisor).options(
             num_cpus=cfg.num_cpus, num_gpus=gpus_per_model(cfg), max_restarts=0, max_task_retries=0,
             memory=cfg.memory_limit_mb * 1024 * 1024 if cfg.memory_limit_mb else None,
         )
-        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))))
+        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))), self.tag)
         self._kill_actors()
         self.queues = [[] for _ in range(n)]
         self.actors = [self._new_actor(i) for i in range(n)]
@@ -268,6 +275,10 @@ class RayExecutor:
             if self.started_ray:
                 ray.shutdown()
         self.started_ray = False
+        # Actors killed mid-model (an interrupted sweep) could not remove their folders;
+        # on this machine (local Ray, or a cluster node here) the driver does it for them.
+        for folder in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{self.tag}-*"):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _first_line(exc: BaseException) -> str:
