@@ -64,6 +64,7 @@ class ReasonKind(str, Enum):
     DOWNLOAD = "download"
     INPUT_SYNTHESIS = "input_synthesis"
     CONFIG_ERROR = "config_error"
+    TOO_LARGE = "too_large"
     MODEL_ERROR = "model_error"
     HARNESS = "harness"
     UNKNOWN = "unknown"
@@ -80,6 +81,7 @@ ENVIRONMENT_KINDS: frozenset[ReasonKind] = frozenset(
         ReasonKind.DOWNLOAD,
         ReasonKind.MISSING_DEPENDENCY,
         ReasonKind.CONFIG_ERROR,
+        ReasonKind.TOO_LARGE,
     }
 )
 

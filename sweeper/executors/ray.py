@@ -76,6 +76,19 @@ def connect(cfg: SweepConfig) -> bool:
     return True
 
 
+def describe_cluster(address: str) -> str:
+    """``ray: attached to ADDRESS (gcs HOST:PORT): N nodes, C CPUs, G GPUs`` for the sweep's log."""
+    alive = [node for node in ray.nodes() if node.get("Alive")]
+    res = ray.cluster_resources()
+    gcs = ""
+    try:
+        gcs = ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - ray:// clients have no GCS address of their own
+        gcs = ""
+    where = f"{address} (gcs {gcs})" if gcs and gcs != address else address
+    return f"ray: attached to {where}: {len(alive)} node(s), {res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} GPUs"
+
+
 def gpus_per_model(cfg: SweepConfig) -> float:
     """``--num-gpus``, else one GPU per model when the device is cuda."""
     if cfg.num_gpus:
@@ -117,6 +130,8 @@ class RayExecutor:
         self.cfg = cfg
         self.started_ray = connect(cfg) or self.started_ray
         reclaim()  # ray.init installs its own SIGTERM handler; the sweep must still close cleanly
+        if cfg.address or os.environ.get("RAY_ADDRESS"):
+            print(describe_cluster(cfg.address or os.environ.get("RAY_ADDRESS", "")), file=sys.stderr)
         n = cluster_workers(cfg)
         self._remote = ray.remote(Supervisor).options(
             num_cpus=cfg.num_cpus, num_gpus=gpus_per_model(cfg), max_restarts=0, max_task_retries=0,
