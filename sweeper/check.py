@@ -9,29 +9,27 @@ what they need exists, so one run finds every blocker of the model.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Collection
 
-from sweeper import stages
+from sweeper import control, origins, stages
 from sweeper.classify import classify
 from sweeper.config import SweepConfig
 from sweeper.devices.base import Device, Recording, get_device
 from sweeper.records import (
-    ENVIRONMENT_KINDS,
     ModelRecord,
     ModelRef,
     Reason,
-    ReasonKind,
     Stage,
     StageResult,
     Status,
     base_record,
+    kind_info,
 )
 from sweeper.repro import repro_command
 from sweeper.versions import versions
 
-SOFT_KINDS = frozenset({ReasonKind.UNTIED_WEIGHTS})
-SKIP_KINDS = frozenset({ReasonKind.UNSUPPORTED_LIBRARY, ReasonKind.REMOTE_CODE})
 STAGE_FUNCS: dict[Stage, Callable[[stages.StageContext], None]] = {
     Stage.LOAD: stages.load,
     Stage.TO_DEVICE: stages.to_device,
@@ -96,41 +94,69 @@ def _run_stages(ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRe
         if stop or not all(n in passed for n in NEEDS[stage]):
             record.stages[stage.value] = StageResult(Status.BLOCKED)
             continue
-        result, recording = _run_one(stage, ctx, device)
+        result, found, completed = _run_one(stage, ctx, device, record)
         record.stages[stage.value] = result
-        _merge_recording(record, recording)
-        if result.status is Status.PASS:
+        for reason in found:
+            if reason not in record.blockers:
+                record.blockers.append(reason)
+        # A stage that ran to its end (blockers recorded on the way under --collect-all,
+        # or only a soft one) produced what later stages need.
+        if completed or (result.reason is not None and kind_info(result.reason.kind).soft):
             passed.add(stage)
-            continue
-        assert result.reason is not None
-        record.blockers.append(result.reason)
-        if result.reason.kind in SOFT_KINDS:
-            passed.add(stage)  # the model still runs: keep measuring the rest
         elif not cfg.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
             stop = True
+    _attribute(record, ctx, device)
     _finish(record, ctx, device)
 
 
-def _run_one(stage: Stage, ctx: stages.StageContext, device: Device) -> tuple[StageResult, Recording]:
+def _run_one(
+    stage: Stage, ctx: stages.StageContext, device: Device, record: ModelRecord
+) -> tuple[StageResult, list[Reason], bool]:
+    """One stage: its result, every blocker found in it (each naming the stage), and
+    whether it ran to its end. A stage during which a blocker was recorded fails, even
+    when it ran to its end."""
     _mark(stage)
     started = time.perf_counter()
     recording = Recording()
+    raised: Reason | None = None
     try:
         with device.recording() as recording:
             STAGE_FUNCS[stage](ctx)
     except Exception as exc:
-        reason = classify(exc, stage=stage)
-        return StageResult(Status.FAIL, time.perf_counter() - started, reason), recording
-    return StageResult(Status.PASS, time.perf_counter() - started), recording
+        raised = dataclasses.replace(classify(exc, stage=stage), stage=stage.value)
+    _merge_recording(record, recording)
+    found = [dataclasses.replace(r, stage=r.stage or stage.value) for r in recording.blockers]
+    if raised is not None:
+        found = [r for r in found if r != raised] + [raised]
+    seconds = time.perf_counter() - started
+    if not found:
+        return StageResult(Status.PASS, seconds), [], True
+    reason = found[0] if raised is None else raised
+    return StageResult(Status.FAIL, seconds, reason), found, raised is None
 
 
 def _merge_recording(record: ModelRecord, recording: Recording) -> None:
     for op, count in recording.fallback_ops.items():
         record.fallback_ops[op] = record.fallback_ops.get(op, 0) + int(count)
-    for reason in recording.blockers:
-        if reason not in record.blockers:
-            record.blockers.append(reason)
     record.compile_problems.extend(p for p in recording.compile_problems if p not in record.compile_problems)
+
+
+def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
+    """Host-side overruns are ours; a device failure the CPU control repeats is not the device's."""
+    upstream_fails = ctx.built is not None and "upstream_control" in ctx.built.notes
+    record.blockers = [origins.on_host(b, upstream_fails=upstream_fails) for b in record.blockers]
+    for name, result in record.stages.items():
+        if result.reason is not None:
+            record.stages[name] = dataclasses.replace(result, reason=origins.on_host(result.reason, upstream_fails=upstream_fails))
+    stage = control.needs_control(record, device.name)
+    if stage is None or ctx.built is None:
+        return
+    try:
+        record.control = control.run_control(ctx, stage)
+    except Exception as exc:  # noqa: BLE001 - a control that cannot run proves nothing
+        record.control = {"stage": stage.value, "status": Status.ERROR.value, "reason": classify(exc).to_dict()}
+        return
+    control.attribute(record, record.control, upstream_fails=upstream_fails)
 
 
 def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
@@ -154,15 +180,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
 
 
 def _model_status(reason: Reason | None) -> Status:
-    if reason is None:
-        return Status.PASS
-    if reason.kind in SKIP_KINDS:
-        return Status.SKIP
-    if reason.kind in ENVIRONMENT_KINDS or reason.kind is ReasonKind.HARNESS:
-        return Status.ERROR
-    if reason.kind is ReasonKind.TIMEOUT:
-        return Status.TIMEOUT
-    return Status.FAIL
+    return Status.PASS if reason is None else kind_info(reason.kind).status
 
 
 def _mark(stage: Stage) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Stage(str, Enum):
@@ -50,6 +50,7 @@ class ReasonKind(str, Enum):
     UNSUPPORTED_FEATURE = "unsupported_feature"
     DYNAMIC_SHAPE = "dynamic_shape"
     COMPILE_ERROR = "compile_error"
+    LOWERING_TOOL_ERROR = "lowering_tool_error"
     GRAPH_BREAK = "graph_break"
     NUMERICS = "numerics"
     UNTIED_WEIGHTS = "untied_weights"
@@ -62,43 +63,85 @@ class ReasonKind(str, Enum):
     UNSUPPORTED_LIBRARY = "unsupported_library"
     MISSING_DEPENDENCY = "missing_dependency"
     DOWNLOAD = "download"
+    TOO_LARGE = "too_large"
     INPUT_SYNTHESIS = "input_synthesis"
     CONFIG_ERROR = "config_error"
-    TOO_LARGE = "too_large"
     MODEL_ERROR = "model_error"
     HARNESS = "harness"
     UNKNOWN = "unknown"
 
 
-# Outcomes of the environment (access, packaging, network, a config the installed
-# transformers cannot build), not of the device: the device was never tried. Reports show
-# them apart and keep them out of the device pass-rate denominator.
-ENVIRONMENT_KINDS: frozenset[ReasonKind] = frozenset(
-    {
-        ReasonKind.GATED,
-        ReasonKind.UNSUPPORTED_LIBRARY,
-        ReasonKind.REMOTE_CODE,
-        ReasonKind.DOWNLOAD,
-        ReasonKind.MISSING_DEPENDENCY,
-        ReasonKind.CONFIG_ERROR,
-        ReasonKind.TOO_LARGE,
-    }
-)
+class Origin(str, Enum):
+    """Who a blocker belongs to: what a reader of the report should act on."""
 
-# Reasons that say the device (or its compiler) is to blame.
-DEVICE_KINDS: frozenset[ReasonKind] = frozenset(
-    {
-        ReasonKind.UNSUPPORTED_OP,
-        ReasonKind.UNSUPPORTED_DTYPE,
-        ReasonKind.UNSUPPORTED_FEATURE,
-        ReasonKind.DYNAMIC_SHAPE,
-        ReasonKind.COMPILE_ERROR,
-        ReasonKind.GRAPH_BREAK,
-        ReasonKind.NUMERICS,
-        ReasonKind.UNTIED_WEIGHTS,
-        ReasonKind.OOM,
-    }
-)
+    DEVICE = "device"  # the device (or its compiler) refuses or gets it wrong: the chip's gap
+    LOWERING_TOOL = "lowering_tool"  # the lowering tool fails on an op the device supports
+    HARNESS = "harness"  # sweeper's own inputs, config shrink or host-side work: our bug
+    MODEL = "model"  # the model fails on CPU too, with its own configuration
+    ENVIRONMENT = "environment"  # access, packaging, network: the device was never tried
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """What one reason kind means: its nominal origin, the model status it implies, and
+    whether it is soft (the model is wrong but still runs, so later stages keep going)."""
+
+    origin: Origin
+    status: Status
+    soft: bool = False
+
+
+_D, _L, _H, _M, _E = Origin.DEVICE, Origin.LOWERING_TOOL, Origin.HARNESS, Origin.MODEL, Origin.ENVIRONMENT
+
+# The one table of reason kinds: check, classify, report and diff read it, nothing else
+# keeps kind sets of its own. A device-origin blocker whose CPU control fails the same
+# stage is re-attributed (harness or model) on the reason itself, see ``Reason.origin``.
+REASON_KINDS: dict[ReasonKind, KindInfo] = {
+    ReasonKind.UNSUPPORTED_OP: KindInfo(_D, Status.FAIL),
+    ReasonKind.UNSUPPORTED_DTYPE: KindInfo(_D, Status.FAIL),
+    ReasonKind.UNSUPPORTED_FEATURE: KindInfo(_D, Status.FAIL),
+    ReasonKind.DYNAMIC_SHAPE: KindInfo(_D, Status.FAIL),
+    ReasonKind.COMPILE_ERROR: KindInfo(_D, Status.FAIL),
+    ReasonKind.LOWERING_TOOL_ERROR: KindInfo(_L, Status.FAIL),
+    ReasonKind.GRAPH_BREAK: KindInfo(_D, Status.FAIL),
+    ReasonKind.NUMERICS: KindInfo(_D, Status.FAIL),
+    ReasonKind.UNTIED_WEIGHTS: KindInfo(_D, Status.FAIL, soft=True),
+    ReasonKind.NO_GRADIENT: KindInfo(_D, Status.FAIL),
+    ReasonKind.OOM: KindInfo(_D, Status.FAIL),
+    ReasonKind.TIMEOUT: KindInfo(_D, Status.TIMEOUT),
+    ReasonKind.CRASH: KindInfo(_D, Status.CRASH),
+    ReasonKind.REMOTE_CODE: KindInfo(_E, Status.SKIP),
+    ReasonKind.GATED: KindInfo(_E, Status.ERROR),
+    ReasonKind.UNSUPPORTED_LIBRARY: KindInfo(_E, Status.SKIP),
+    ReasonKind.MISSING_DEPENDENCY: KindInfo(_E, Status.ERROR),
+    ReasonKind.DOWNLOAD: KindInfo(_E, Status.ERROR),
+    ReasonKind.TOO_LARGE: KindInfo(_E, Status.SKIP),
+    ReasonKind.CONFIG_ERROR: KindInfo(_E, Status.ERROR),
+    ReasonKind.INPUT_SYNTHESIS: KindInfo(_H, Status.ERROR),
+    ReasonKind.HARNESS: KindInfo(_H, Status.ERROR),
+    ReasonKind.MODEL_ERROR: KindInfo(_M, Status.FAIL),
+    ReasonKind.UNKNOWN: KindInfo(_H, Status.ERROR),
+}
+
+
+def kind_info(kind: ReasonKind | str) -> KindInfo:
+    """The table entry of a kind (a kind read from an older record that this version no
+    longer knows counts as the harness's: we cannot say whose it is)."""
+    try:
+        return REASON_KINDS[ReasonKind(kind)]
+    except ValueError:
+        return REASON_KINDS[ReasonKind.UNKNOWN]
+
+
+def kinds_of(origin: Origin) -> frozenset[ReasonKind]:
+    """Every kind whose nominal origin is ``origin``."""
+    return frozenset(k for k, info in REASON_KINDS.items() if info.origin is origin)
+
+
+# Environment outcomes: the device was never tried; reports keep them out of the device
+# pass-rate denominator.
+ENVIRONMENT_KINDS: frozenset[ReasonKind] = kinds_of(Origin.ENVIRONMENT)
+DEVICE_KINDS: frozenset[ReasonKind] = kinds_of(Origin.DEVICE)
 
 
 @dataclass(frozen=True)
@@ -135,15 +178,32 @@ class ModelRef:
 
 @dataclass(frozen=True)
 class Reason:
-    """Why a stage did not pass: a kind from the closed enum, the op when one is to blame."""
+    """Why a stage did not pass: a kind from the closed enum, the op when one is to blame,
+    the stage it was found in, and its origin (the kind's nominal one unless a CPU control
+    proved otherwise)."""
 
     kind: ReasonKind
     message: str = ""
     op: str | None = None
     exc_type: str | None = None
+    stage: str | None = None
+    origin: Origin = None  # type: ignore[assignment]  # filled from the kind table
+
+    def __post_init__(self) -> None:
+        if self.origin is None:
+            object.__setattr__(self, "origin", kind_info(self.kind).origin)
+        elif not isinstance(self.origin, Origin):
+            object.__setattr__(self, "origin", Origin(self.origin))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "op": self.op, "message": self.message, "exc_type": self.exc_type}
+        return {
+            "kind": self.kind.value,
+            "op": self.op,
+            "message": self.message,
+            "exc_type": self.exc_type,
+            "stage": self.stage,
+            "origin": self.origin.value,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Reason | None:
@@ -154,6 +214,8 @@ class Reason:
             message=data.get("message") or "",
             op=data.get("op"),
             exc_type=data.get("exc_type"),
+            stage=data.get("stage"),
+            origin=data.get("origin"),
         )
 
 
@@ -213,6 +275,9 @@ class ModelRecord:
     versions: dict[str, str] = field(default_factory=dict)
     repro: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    # What the CPU control did for a model that failed on the device: the failing stage
+    # rerun on the CPU with the same built model and inputs (stage, status, reason).
+    control: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -264,3 +329,14 @@ def base_record(ref: ModelRef, *, sweep_id: str, device: str, status: Status, **
         architecture=ref.architecture,
         **extra,
     )
+
+
+# Which origin a model with several blockers is counted under: a device gap blocks the
+# model whatever else does, so it comes first; the environment only stands alone.
+ORIGIN_PRECEDENCE: tuple[Origin, ...] = (Origin.DEVICE, Origin.LOWERING_TOOL, Origin.HARNESS, Origin.MODEL, Origin.ENVIRONMENT)
+
+
+def model_origin(blockers: list[Reason]) -> Origin | None:
+    """The origin a non-passing model is counted under (``None`` with no blocker)."""
+    present = {b.origin for b in blockers}
+    return next((o for o in ORIGIN_PRECEDENCE if o in present), None)

@@ -16,10 +16,15 @@ def describe_record(record: ModelRecord) -> str:
     if "images" in record.notes:
         lines.append(f"images:       {record.notes['images']}")
     for name, result in record.stages.items():
-        why = f"  {result.reason.kind.value}: {result.reason.message}" if result.reason else ""
+        why = f"  {result.reason.kind.value} [{result.reason.origin.value}]: {result.reason.message}" if result.reason else ""
         lines.append(f"  {name:<10} {result.status.value:<8} {result.seconds:7.2f}s{why}")
     for blocker in record.blockers[1:]:
-        lines.append(f"also blocked by: {blocker.kind.value}{' ' + blocker.op if blocker.op else ''}: {blocker.message}")
+        op = f" {blocker.op}" if blocker.op else ""
+        lines.append(f"also blocked by: {blocker.kind.value}{op} [{blocker.origin.value}, {blocker.stage}]: {blocker.message}")
+    if record.control:
+        ctl = record.control
+        why = f": {ctl['reason']['kind']}: {ctl['reason']['message']}" if ctl.get("reason") else ""
+        lines.append(f"cpu control:  {ctl['stage']} {ctl['status']} on the CPU{why}")
     if record.fallback_ops:
         ops = ", ".join(f"{op} x{n}" for op, n in sorted(record.fallback_ops.items()))
         lines.append(f"cpu fallbacks: {ops}")

@@ -38,11 +38,13 @@ def failure_record(
     sweep_id: str = "",
 ) -> ModelRecord:
     """The record for a model whose worker crashed, hung or ran out of memory."""
+    from sweeper.origins import on_host
     from sweeper.repro import repro_command
 
-    reason = Reason(kind=kind, message=message)
+    reason = on_host(Reason(kind=kind, message=message, stage=stage), upstream_fails=False)
     record = base_record(ref, sweep_id=sweep_id, device=cfg.device, status=status, weights=cfg.weights, dtype=cfg.dtype)
     record.reason = reason
+    record.blockers = [reason]
     record.repro = repro_command(ref, cfg)
     if stage:
         record.notes["stage"] = stage

@@ -31,8 +31,8 @@ from ray.exceptions import OutOfMemoryError, RayError, RayTaskError
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
 from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
-from sweeper.interrupt import reclaim
 from sweeper.executors.window import DEPTH, Call, Window
+from sweeper.interrupt import reclaim
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
 if TYPE_CHECKING:

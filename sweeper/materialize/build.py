@@ -214,7 +214,7 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
         # default repeats at the same place is the default config's, not ours.
         raise ConfigError(f"default config fails upstream ({control})")
     if control:
-        notes["control"] = control
+        notes["upstream_control"] = control
     return first
 
 

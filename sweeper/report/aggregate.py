@@ -12,22 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.records import DEVICE_KINDS, ENVIRONMENT_KINDS
-from sweeper.report.load import SweepData
+from sweeper.report.load import CATEGORIES, TRIED, SweepData
 
 EXAMPLES = 3
 STAGE_STATUSES = ("pass", "fail", "blocked", "skip")
-_DEVICE = {k.value for k in DEVICE_KINDS}
-_ENV = {k.value for k in ENVIRONMENT_KINDS}
-
-
-def reason_group(kind: str | None) -> str:
-    """Who a reason points at: device, environment, or other (harness, model, crash)."""
-    if kind in _DEVICE:
-        return "device"
-    if kind in _ENV:
-        return "environment"
-    return "other"
 
 
 def weight(models: pd.DataFrame) -> pd.Series:
@@ -43,19 +31,18 @@ def ranked(models: pd.DataFrame) -> pd.DataFrame:
 
 
 def overview(data: SweepData) -> dict[str, Any]:
-    """Model counts by category and status, and the device pass rate."""
+    """Model counts in the one outcome vocabulary (``CATEGORIES``), by status, and the
+    device pass rate: passing models over those that pass or fail for the device's sake."""
     m = data.models
     cats = m["category"].value_counts()
-    tested = int(cats.get("pass", 0) + cats.get("fail", 0))
-    passed = int(cats.get("pass", 0))
+    counts = {name: int(cats.get(name, 0)) for name in CATEGORIES}
+    tested = counts["pass"] + counts["device"]
     return {
         "models": len(m),
         "tested": tested,
-        "passed": passed,
-        "failed": int(cats.get("fail", 0)),
-        "environment": int(cats.get("environment", 0)),
-        "skipped": int(cats.get("skip", 0)),
-        "pass_rate": passed / tested if tested else None,
+        "passed": counts["pass"],
+        "categories": counts,
+        "pass_rate": counts["pass"] / tested if tested else None,
         "status_counts": {k: int(v) for k, v in sorted(m["status"].value_counts().items())},
     }
 
@@ -68,7 +55,7 @@ def coverage(data: SweepData) -> dict[str, Any] | None:
     w = weight(m)
     total = int(w.sum())
     passing = int(w[m["category"] == "pass"].sum())
-    tested = int(w[m["category"].isin(["pass", "fail"])].sum())
+    tested = int(w[m["category"].isin(TRIED)].sum())
     return {
         "total_downloads": total,
         "passing_downloads": passing,
@@ -81,7 +68,7 @@ def coverage(data: SweepData) -> dict[str, Any] | None:
 
 def stage_summary(data: SweepData) -> pd.DataFrame:
     """Per stage: counts of each stage status among tested models, and the pass share."""
-    tested = data.models["category"].isin(["pass", "fail"]).to_numpy()
+    tested = data.models["category"].isin(TRIED).to_numpy()
     n = int(tested.sum())
     rows = []
     for stage in data.stages:
@@ -101,7 +88,7 @@ def breakdown(data: SweepData, column: str) -> pd.DataFrame:
         _group=data.models[column].fillna("(none)").astype(str),
         _w=weight(data.models),
         _pass=data.models["category"] == "pass",
-        _tested=data.models["category"].isin(["pass", "fail"]),
+        _tested=data.models["category"].isin(TRIED),
     )
     m["_pass_w"] = m["_w"].where(m["_pass"], 0)
     g = m.groupby("_group", sort=True).agg(
@@ -130,14 +117,41 @@ def grouped(models: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return out.sort_values(["downloads", "models", *by], ascending=[False, False] + [True] * len(by), kind="stable")
 
 
-def top_reasons(data: SweepData, limit: int = 25) -> pd.DataFrame:
-    """First reasons of failing models (environment and skips apart), by (kind, op), with a sample message."""
-    m = data.models[data.models["category"] == "fail"].fillna({"reason_kind": "unknown", "reason_op": ""})
+def top_reasons(data: SweepData, limit: int = 25, *, origin: str = "device") -> pd.DataFrame:
+    """First reasons of the models counted under ``origin``, by (kind, op), with a sample message."""
+    m = data.models[data.models["category"] == origin].fillna({"reason_kind": "unknown", "reason_op": ""})
     out = grouped(m, ["reason_kind", "reason_op"]).head(limit)
     first = ranked(m).drop_duplicates(["reason_kind", "reason_op"]).set_index(["reason_kind", "reason_op"])
     out["message"] = [first.loc[(k, o), "reason_message"] for k, o in zip(out["reason_kind"], out["reason_op"])]
-    out["group"] = out["reason_kind"].map(reason_group)
     return out
+
+
+def blockers_of(data: SweepData, origin: str, limit: int = 25) -> pd.DataFrame:
+    """Every blocker of one origin (not only first reasons), by (kind, op): models,
+    downloads, a sample message and examples. The lowering-tool findings and the
+    harness's own bug list are read this way."""
+    cols = ["kind", "op", "models", "downloads", "message", "examples"]
+    b = _origin_blockers(data, origin).fillna({"op": ""})
+    if b.empty:
+        return pd.DataFrame(columns=cols)
+    pairs = b.drop_duplicates(["row", "kind", "op"])[["row", "kind", "op", "message"]]
+    pairs = pairs.join(data.models[["key", "model_id", "downloads", "rank"]], on="row")
+    out = grouped(pairs, ["kind", "op"]).head(limit)
+    first = pairs.drop_duplicates(["kind", "op"]).set_index(["kind", "op"])["message"]
+    out["message"] = [first.loc[(k, o)] for k, o in zip(out["kind"], out["op"])]
+    return out[cols]
+
+
+def models_with(data: SweepData, origin: str) -> int:
+    """How many models that were tried have at least one blocker of ``origin``."""
+    return int(_origin_blockers(data, origin)["row"].nunique())
+
+
+def _origin_blockers(data: SweepData, origin: str) -> pd.DataFrame:
+    """Blockers of one origin, of models that were tried (not skipped, not the environment's)."""
+    b = data.blockers
+    tried = (~data.models["category"].isin(["pass", "skip", "environment"])).to_numpy()
+    return b[(b["origin"] == origin).to_numpy() & tried[b["row"].to_numpy()]]
 
 
 def not_tested(data: SweepData) -> pd.DataFrame:
@@ -176,3 +190,17 @@ def _per_item(data: SweepData, long: pd.DataFrame, item: str, extra: dict | None
         sums = joined.groupby(item).agg(**extra)
         out = out.join(sums, on=item)
     return out[cols]
+
+
+def builds(data: SweepData) -> dict[str, Any]:
+    """Where configs came from, and how many distinct builds the models are (see
+    ``load.build_keys``): a finding about one model of a build is a finding about all."""
+    m = data.models
+    sources = m["config_source"].fillna("unknown").astype(str)
+    default = sources.str.startswith("default")
+    return {
+        "config_sources": {k: int(v) for k, v in sorted(sources.value_counts().items())},
+        "default_config_models": int(default.sum()),
+        "distinct_builds": int(m["build"].nunique()),
+        "default_config_builds": int(m["build"][default].nunique()),
+    }

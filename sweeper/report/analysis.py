@@ -26,6 +26,11 @@ class Analysis:
     not_tested: pd.DataFrame
     reasons: pd.DataFrame
     ops: pd.DataFrame
+    features: pd.DataFrame
+    lowering_tool: pd.DataFrame
+    harness: pd.DataFrame
+    model: pd.DataFrame
+    builds: dict[str, Any]
     op_models: dict[str, tuple[pd.DataFrame, int]]
     plan: dict[str, Any]
     fallbacks: pd.DataFrame
@@ -47,12 +52,17 @@ def analyse(data: SweepData) -> Analysis:
     ops = roadmap.op_ranking(data, sigs)
     return Analysis(
         data=data,
-        overview=aggregate.overview(data),
+        overview={**aggregate.overview(data), "harness_models": aggregate.models_with(data, "harness")},
         coverage=aggregate.coverage(data),
         stages=aggregate.stage_summary(data),
         not_tested=aggregate.not_tested(data),
         reasons=aggregate.top_reasons(data, limit=100),
         ops=ops,
+        features=roadmap.feature_ranking(data),
+        lowering_tool=aggregate.blockers_of(data, "lowering_tool", limit=100),
+        harness=aggregate.blockers_of(data, "harness", limit=100),
+        model=aggregate.blockers_of(data, "model", limit=100),
+        builds=aggregate.builds(data),
         op_models=roadmap.models_per_op(data, list(ops["op"].head(roadmap.OPS_WITH_MODELS))),
         plan=roadmap.greedy_plan(data, sigs),
         fallbacks=aggregate.fallback_table(data),
@@ -100,9 +110,14 @@ def summary(a: Analysis) -> dict[str, Any]:
         "coverage": a.coverage,
         "stages": records(a.stages, None),
         "not_tested": records(a.not_tested, None),
+        "builds": a.builds,
         "top_reasons": records(a.reasons),
+        "lowering_tool_findings": records(a.lowering_tool),
+        "harness_failures": records(a.harness),
+        "model_failures": records(a.model),
         "roadmap": {
             "ops": records(a.ops),
+            "features": records(a.features),
             "models_per_op": {
                 op: {"models": total, "top": records(frame, None)} for op, (frame, total) in a.op_models.items()
             },

@@ -9,7 +9,8 @@ from sweeper.report.analysis import analyse, summary
 from sweeper.report.load import gc_paused, read_sweep
 
 REPORT_FILE = "report.md"
-MODELS_FILE = "models.md"
+MODELS_FILE = "models.md"  # written by earlier versions: removed, index.html lists every model
+PAGE_FILE = "index.html"
 SUMMARY_FILE = "summary.json"
 PARQUET_FILE = "records.parquet"
 CHARTS_DIR = "charts"
@@ -17,15 +18,18 @@ DIFF_FILE = "diff.md"
 
 
 def write_report(out_dir: Path, *, charts: bool = True) -> Path:
-    """Build report.md, summary.json, records.parquet and charts/*.png in ``out_dir``
-    from its records; return the path of report.md. Raises ``UsageError`` on bad input."""
+    """Build report.md, index.html, summary.json, records.parquet and charts/*.png in
+    ``out_dir`` from its records; return the path of report.md. Raises ``UsageError`` on bad input."""
     with gc_paused():  # the frames and lists of a large sweep live until the end
         return _write_report(Path(out_dir), charts=charts)
 
 
 def _write_report(out_dir: Path, *, charts: bool) -> Path:
-    from sweeper.report import markdown, sections
+    import tempfile
+
+    from sweeper.report import markdown
     from sweeper.report.export import write_parquet
+    from sweeper.report.page import write_page
     from sweeper.staged import Staged
 
     data = read_sweep(out_dir)
@@ -36,21 +40,15 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
         if charts:
             from sweeper.report.charts import write_charts
 
-            chart_dir = staged.folder_path(CHARTS_DIR)
-            written = write_charts(a, chart_dir)
-        models_file = None
-        if len(data.models) > sections.MODEL_ROWS:
-            models_file = MODELS_FILE
-            table = sections.model_table(data.models, data.stages, weighted=a.weighted, link=markdown.links_to_hub(a))
-            staged.text(MODELS_FILE, f"# All {len(data.models):,} models\n\n{table}\n")
-        else:
-            staged.remove(MODELS_FILE)
-        staged.text(REPORT_FILE, markdown.render(a, charts=written, models_file=models_file))
+            written = write_charts(a, staged.folder_path(CHARTS_DIR))
+        staged.remove(MODELS_FILE)
+        staged.text(REPORT_FILE, markdown.render(a, charts=written))
+        with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
+            staged.copy(write_page(a, Path(page_dir), charts=written), PAGE_FILE)
         text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
         staged.text(SUMMARY_FILE, text + "\n")
         write_parquet(data, staged.path(PARQUET_FILE))
-    report = out_dir / REPORT_FILE
-    return report
+    return out_dir / REPORT_FILE
 
 
 def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str, int]:
@@ -65,11 +63,12 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     return text, 1 if fail_on_regression and result.regressed_any else 0
 
 
-def publish(out_dir: Path, to: str, *, force: bool = False) -> str:
+def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
     """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
-    Returns where it went."""
+    ``compare``: another sweep's folder; the page then marks what each model fixed or
+    regressed against it. Returns where it went."""
     from sweeper.report.publish import publish_folder, publish_hub
 
     if to.startswith("hf://"):
-        return publish_hub(Path(out_dir), to)
-    return publish_folder(Path(out_dir), Path(to), force=force)
+        return publish_hub(Path(out_dir), to, compare=compare)
+    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)

@@ -59,7 +59,7 @@ def compare(old: SweepData, new: SweepData) -> DiffResult:
         stage_rows.append({"stage": s, "fixed": int(good.sum()), "regressed": int(bad.sum())})
     both["stage_bad"], both["stage_good"] = went_bad, went_good
     was_pass, now_pass = both["category_old"] == "pass", both["category_new"] == "pass"
-    regressed = (was_pass & (both["category_new"] == "fail")) | (went_bad != "")
+    regressed = (was_pass & ~now_pass & usable) | (went_bad != "")
     same_reason = (both["reason_kind_old"].fillna("") == both["reason_kind_new"].fillna("")) & (
         both["reason_op_old"].fillna("") == both["reason_op_new"].fillna("")
     )

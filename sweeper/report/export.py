@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 from sweeper.report.load import SweepData
 
 NESTED_TYPES = {
-    "blockers": pa.list_(pa.struct([("kind", pa.string()), ("op", pa.string()), ("message", pa.string())])),
+    "blockers": pa.list_(pa.struct([("kind", pa.string()), ("op", pa.string()), ("message", pa.string()),
+                                    ("origin", pa.string()), ("stage", pa.string())])),
     "fallback_ops": pa.list_(pa.struct([("op", pa.string()), ("calls", pa.int64())])),
     "graph_break_reasons": pa.list_(pa.string()),
     "compile_problems": pa.list_(pa.string()),

@@ -19,17 +19,31 @@ from typing import Any
 import pandas as pd
 
 from sweeper.errors import UsageError
-from sweeper.records import ENVIRONMENT_KINDS, STAGE_ORDER, Status
+from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, Origin, Status, kind_info
 from sweeper.redact import env_secrets, redact_obj
 from sweeper.report.meta import read_meta
 
 RECORDS_FILE = "records.jsonl"
 _STATUSES = {s.value for s in Status}
-_ENV = {k.value for k in ENVIRONMENT_KINDS}
+# The one vocabulary of model outcomes, in report order, with the words report.md,
+# summary.json and the charts use. A non-passing model is counted under the origin of its
+# blockers (``records.model_origin``): only ``device`` failures enter the device pass rate.
+CATEGORIES: dict[str, str] = {
+    "pass": "pass",
+    "device": "device fail",
+    "lowering_tool": "lowering tool",
+    "harness": "harness",
+    "model": "model",
+    "environment": "environment",
+    "skip": "skip",
+}
+TRIED = ("pass", "device")  # the device pass rate's denominator
+_PRECEDENCE = tuple(o.value for o in ORIGIN_PRECEDENCE)
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
-    "architecture", "status", "category", "reason_kind", "reason_op", "reason_message",
+    "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
+    "config_source",
 ]  # fmt: skip
 
 
@@ -39,7 +53,7 @@ class SweepData:
 
     models: pd.DataFrame
     stages: list[str]
-    blockers: pd.DataFrame  # row, key, kind, op, message: every blocker of a non-passing model
+    blockers: pd.DataFrame  # row, key, kind, op, message, origin, stage: every blocker of a non-passing model
     fallbacks: pd.DataFrame  # row, key, op, calls
     breaks: pd.DataFrame  # row, key, reason
     problems: pd.DataFrame  # row, key, problem
@@ -56,8 +70,8 @@ class SweepData:
         return bool(self.models["downloads"].notna().any())
 
     def failing_rows(self, long: pd.DataFrame) -> pd.Series:
-        """Which rows of a long table belong to failing models (device pass-rate failures)."""
-        fail = (self.models["category"] == "fail").to_numpy()
+        """Which rows of a long table belong to models the device fails (device pass-rate failures)."""
+        fail = (self.models["category"] == "device").to_numpy()
         return pd.Series(fail[long["row"].to_numpy()], index=long.index, dtype=bool)
 
     def stage_column(self, stage: str) -> str:
@@ -65,15 +79,35 @@ class SweepData:
         return f"stage_{stage}"
 
 
-def category(status: str, reason_kind: str | None) -> str:
-    """pass | fail | environment | skip: environment and skip stay out of device rates."""
+def category(status: str, origins: list[str]) -> str:
+    """One of ``CATEGORIES``: pass, the origin its blockers point at, or skip."""
     if status == "pass":
         return "pass"
-    if reason_kind in _ENV:
-        return "environment"
-    if status == "skip":
-        return "skip"
-    return "fail"
+    present = set(origins)
+    found = next((o for o in _PRECEDENCE if o in present), None)
+    if status == "skip":  # not tried: by choice, or for the environment's sake
+        return "environment" if found == "environment" else "skip"
+    return found or "harness"  # a failure with no reason recorded is ours to explain
+
+
+def build_keys(models: pd.DataFrame) -> pd.Series:
+    """What each model is as a build: models made from their type's default config (the
+    zoo, or the Hub unreachable) with the same head class are one build; any other model
+    is its own."""
+    default = models["config_source"].fillna("").astype(str).str.startswith("default")
+    shared = "type:" + models["model_type"].fillna("?").astype(str) + "::" + models["architecture"].fillna("?").astype(str)
+    return shared.where(default, "model:" + models["key"].astype(str))
+
+
+def origin_of(blocker: dict) -> str:
+    """A blocker's origin: as recorded, else its kind's (records written before origins)."""
+    origin = blocker.get("origin")
+    if origin in _ORIGINS:
+        return origin
+    return kind_info(blocker.get("kind") or "unknown").origin.value
+
+
+_ORIGINS = {o.value for o in Origin}
 
 
 def read_sweep(out_dir: Path) -> SweepData:
@@ -143,11 +177,13 @@ def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
 
 def entry_of(raw: dict) -> Entry:
     """The parts of one record dict (``ModelRecord.to_dict`` shape) that reports use."""
-    row = _model_row(raw)
     blockers = []
     if raw["status"] != "pass":
-        blockers = [(b.get("kind") or "unknown", b.get("op") or None, b.get("message") or "") for b in _blockers(raw)]
-        row = row[:_COUNT] + (len(blockers),) + row[_COUNT + 1 :]
+        blockers = [
+            (b.get("kind") or "unknown", b.get("op") or None, b.get("message") or "", origin_of(b), b.get("stage"))
+            for b in _blockers(raw)
+        ]
+    row = _model_row(raw, blockers)
     stages = {name: e.get("status") for name, e in (raw.get("stages") or {}).items() if isinstance(e, dict)}
     fallbacks = [(str(op), int(calls or 0)) for op, calls in (raw.get("fallback_ops") or {}).items()]
     return (
@@ -176,7 +212,7 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
         fallbacks.extend((key, *f) for f in fb)
         breaks.extend((key, r) for r in br)
         problems.extend((key, p) for p in pr)
-        nested["blockers"].append(blk)  # (kind, op, message) tuples: Arrow reads them as structs
+        nested["blockers"].append(blk)  # (kind, op, message, origin, stage) tuples: Arrow reads them as structs
         nested["fallback_ops"].append(fb)
         nested["graph_break_reasons"].append(br)
         nested["compile_problems"].append(pr)
@@ -188,11 +224,12 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
         models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
     order = models.index.tolist()
     models = models.reset_index(drop=True)
+    models["build"] = build_keys(models)
     row_of = {key: i for i, key in enumerate(models["key"].tolist())}
     return SweepData(
         models=models,
         stages=stages,
-        blockers=_frame(blockers, ["key", "kind", "op", "message"], row_of),
+        blockers=_frame(blockers, ["key", "kind", "op", "message", "origin", "stage"], row_of),
         fallbacks=_frame(fallbacks, ["key", "op", "calls"], row_of).astype({"calls": "int64"}),
         breaks=_frame(breaks, ["key", "reason"], row_of),
         problems=_frame(problems, ["key", "problem"], row_of),
@@ -236,8 +273,8 @@ def _blockers(raw: dict) -> list[dict]:
     return [reason] if isinstance(reason, dict) else [{"kind": "unknown", "message": "no reason recorded"}]
 
 
-def _model_row(raw: dict) -> tuple:
-    """The ``MODEL_COLUMNS`` values of one record (``blocker_count`` filled in later)."""
+def _model_row(raw: dict, blockers: list[tuple]) -> tuple:
+    """The ``MODEL_COLUMNS`` values of one record."""
     reason = raw.get("reason") if isinstance(raw.get("reason"), dict) else {}
     status = raw["status"]
     kind = reason.get("kind")
@@ -252,11 +289,12 @@ def _model_row(raw: dict) -> tuple:
         raw.get("model_type"),
         raw.get("architecture"),
         status,
-        category(status, kind),
+        category(status, [b[3] for b in blockers]),
         kind,
         reason.get("op") or None,
         reason.get("message") or "",
-        0,
+        origin_of(reason) if reason else None,
+        len(blockers),
         raw.get("weights"),
         raw.get("dtype"),
         raw.get("device"),
@@ -264,10 +302,8 @@ def _model_row(raw: dict) -> tuple:
         float(raw.get("seconds") or 0.0),
         diff if isinstance(diff, (int, float)) else None,
         raw.get("repro") or "",
+        (raw.get("notes") or {}).get("config_source") if isinstance(raw.get("notes"), dict) else None,
     )
-
-
-_COUNT = MODEL_COLUMNS.index("blocker_count")
 
 
 def _stage_statuses(recorded: dict[str, str], died_in: Any, stages: list[str]) -> tuple[str | None, ...]:

@@ -11,6 +11,7 @@ from typing import Any
 from sweeper.report import sections
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import code, details, md, num, pct, seconds, table
+from sweeper.report.load import CATEGORIES
 
 NOT_TESTED_INTRO = (
     "Environment outcomes (gated, remote code, unsupported library, download, missing dependency, config error) and "
@@ -19,6 +20,14 @@ NOT_TESTED_INTRO = (
 ROADMAP_INTRO = (
     "Operators ranked by the {measure} of the failing models they block. *Only blocker of*: models "
     "that would pass if this op alone were lowered."
+)
+LOWERING_TOOL_INTRO = (
+    "Ops the device profile calls native that the lowering tool failed on: material for upstream bug reports, "
+    "not chip gaps. Each record keeps the full diagnostic; reproducers are under `repros/` when the sweep wrote them."
+)
+HARNESS_INTRO = (
+    "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "
+    "target 0. {count} model(s) have at least one."
 )
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
@@ -57,10 +66,22 @@ def header(a: Analysis) -> str:
         ("dtype", md(cfg.get("dtype") or _single(a, "dtype") or "—")),
         ("versions", ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(versions.items())) or "—"),
         ("models", num(a.overview["models"])),
+        ("configs", md(config_label(a.builds))),
         ("wall time", seconds(meta.get("wall_seconds")) if meta.get("wall_seconds") is not None else "—"),
     ]
     title = f"# Model sweep on {md(device_name(meta, a))}"
     return title + "\n\n" + table(["", ""], ([f"**{k}**", v] for k, v in rows))
+
+
+def config_label(builds: dict[str, Any]) -> str:
+    """Where model configs came from, and the distinct builds when defaults stood in."""
+    sources = ", ".join(f"{k} {v}" for k, v in builds["config_sources"].items() if k != "unknown") or "—"
+    if not builds["default_config_models"]:
+        return sources
+    return (
+        f"{sources}; {builds['default_config_models']} models were built from their type's default config, "
+        f"{builds['default_config_builds']} distinct builds ({builds['distinct_builds']} distinct in all)"
+    )
 
 
 def source_label(source: dict[str, Any]) -> str:
@@ -96,28 +117,35 @@ def notes(a: Analysis) -> list[str]:
     return out
 
 
+OUTCOME_NOTES = {
+    "pass": "every stage passed",
+    "device": "the device refuses or gets it wrong (the CPU control passes, or the profile declares the gap)",
+    "lowering_tool": "the lowering tool fails on ops the device supports",
+    "harness": "sweeper's own inputs, shrink or host-side work: our bugs",
+    "model": "fails on the CPU too, with the model's own configuration",
+    "environment": "access, packaging, network, config: the device was never tried",
+    "skip": "not tried",
+}
+
+
 def summary_section(a: Analysis) -> str:
-    """The headline: downloads covered, device pass rate, the outcome counts."""
+    """The headline: downloads covered, device pass rate, the outcome counts in one vocabulary."""
     o, c = a.overview, a.coverage
     device = device_name(a.data.meta, a)
     lines = []
     if c is not None:
         lines.append(
             f"**{pct(c['catalog_share'])} of this catalog's downloads run end to end on {md(device)}** "
-            f"({pct(c['tested_share'])} of the downloads of models tried on the device)."
+            f"({pct(c['tested_share'])} of the downloads of models that pass or fail for the device's sake)."
         )
     lines.append(
-        f"**Device pass rate: {pct(o['pass_rate'])}** ({num(o['passed'])} of {num(o['tested'])} models tried on "
-        f"the device pass every stage; environment outcomes and skips are not counted)."
+        f"**Device pass rate: {pct(o['pass_rate'])}** ({num(o['passed'])} of {num(o['tested'])} models: those "
+        f"that pass, and those a device-origin blocker stops; every other outcome is counted apart)."
     )
-    rows = [
-        ["pass", num(o["passed"]), pct(o["passed"] / o["models"] if o["models"] else None)],
-        ["fail (device, harness or model)", num(o["failed"]), pct(o["failed"] / o["models"] if o["models"] else None)],
-        ["environment (not tried)", num(o["environment"]), pct(o["environment"] / o["models"] if o["models"] else None)],
-        ["skip (not tried)", num(o["skipped"]), pct(o["skipped"] / o["models"] if o["models"] else None)],
-    ]
+    share = (lambda n: pct(n / o["models"])) if o["models"] else (lambda n: pct(None))
+    rows = [[CATEGORIES[k], num(n), share(n), OUTCOME_NOTES[k]] for k, n in o["categories"].items()]
     statuses = ", ".join(f"{k} {num(v)}" for k, v in o["status_counts"].items())
-    return "\n\n".join([*lines, table(["outcome", "models", "share"], rows, "lrr"), f"Model statuses: {statuses}."])
+    return "\n\n".join([*lines, table(["outcome", "models", "share", "meaning"], rows, "lrrl"), f"Model statuses: {statuses}."])
 
 
 def stages_section(a: Analysis) -> str:
@@ -143,7 +171,7 @@ def links_to_hub(a: Analysis) -> bool:
     return ((a.data.meta.get("source") or {}).get("name") or "") != "zoo"
 
 
-def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
+def render(a: Analysis, *, charts: list[str]) -> str:
     """The whole report.md text."""
     w = a.weighted
     link = links_to_hub(a)
@@ -163,9 +191,22 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
         sections.op_models(a.op_models, weighted=w, link=link),
         "### Lowering plan",
         sections.greedy(a.plan),
+        "## Feature gaps",
+        "Device-origin blockers that are no op to lower (dynamic shapes, dtypes, sparse and nested tensors, forward AD, "
+        "numerics), ranked like the ops.",
+        sections.features(a.features, weighted=w, link=link),
         "## Top reasons",
-        "The first reason of each failing model (environment outcomes and skips are listed above).",
+        "The first reason of each model the device fails.",
         sections.reasons(a.reasons, weighted=w, link=link),
+        "## Lowering tool findings",
+        LOWERING_TOOL_INTRO,
+        sections.findings(a.lowering_tool, weighted=w, link=link, what="lowering tool findings"),
+        "## Harness failures",
+        HARNESS_INTRO.format(count=num(a.overview["harness_models"])),
+        sections.findings(a.harness, weighted=w, link=link, what="harness failures"),
+        "## Model failures",
+        "Failures the CPU control repeats with the model's own (unshrunk) configuration: the model's, not the device's.",
+        sections.findings(a.model, weighted=w, link=link, what="model failures"),
         "## CPU fallbacks",
         "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
         sections.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
@@ -182,17 +223,24 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
     ]
     if charts:
         parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
-    parts += ["## Models", models_section(a, link=link, models_file=models_file)]
+    parts += ["## Failing models", models_section(a, link=link)]
     return "\n\n".join(parts) + "\n"
 
 
-def models_section(a: Analysis, *, link: bool, models_file: str | None) -> str:
-    """The per-model table, collapsed; past ``MODEL_ROWS`` the full one is a separate file."""
+def models_section(a: Analysis, *, link: bool) -> str:
+    """The failing models by rank, at most ``MODEL_ROWS`` of them, collapsed; every model
+    is in index.html (searchable) and records.parquet."""
     m = a.data.models
-    shown = m.head(sections.MODEL_ROWS)
+    failing = m[~m["category"].isin(["pass", "environment", "skip"])]  # device, lowering tool, harness, model
+    pointer = (
+        f"All {num(len(m))} models, searchable by id, model type or op: [index.html](index.html) "
+        "(open it in a browser, or `sweep serve` this folder); every record: [records.parquet](records.parquet)."
+    )
+    if failing.empty:
+        return f"_No model failed._ {pointer}"
+    shown = failing.head(sections.MODEL_ROWS)
     body = sections.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
-    label = f"{num(len(shown))} models by rank"
-    text = details(label, body)
-    if models_file:
-        text = f"The first {num(len(shown))} of {num(len(m))} models; all of them: [{models_file}]({models_file}).\n\n" + text
-    return text
+    label = f"{num(len(shown))} failing models by rank"
+    if len(failing) > len(shown):
+        label = f"the first {num(len(shown))} of {num(len(failing))} failing models by rank"
+    return pointer + "\n\n" + details(label, body)

@@ -1,5 +1,9 @@
 """The op-lowering roadmap: which operators to lower first, by the downloads they block.
 
+Only device-origin blockers count: a lowering-tool failure, our harness's or the model's
+own are listed elsewhere, and a model they block can never be freed by lowering an op.
+Feature gaps of the device (dynamic shapes, dtypes, sparse, ...) are ranked apart.
+
 A failing model's remaining blockers are its ``blockers`` (or its first ``reason``). An
 op blocks a model when any blocker names it; lowering the op alone makes the model pass
 when every blocker names that op. Blockers without an op (a dtype, numerics, a crash)
@@ -24,7 +28,7 @@ MODELS_PER_OP = 50
 
 def model_info(data: SweepData) -> pd.DataFrame:
     """The model columns a long table joins by ``row``."""
-    return data.models[["key", "model_id", "downloads", "rank"]]
+    return data.models[["key", "model_id", "downloads", "rank", "build"]]
 
 
 @dataclass(frozen=True)
@@ -39,15 +43,15 @@ class Signature:
 
 def signatures(data: SweepData) -> list[Signature]:
     """Failing models grouped by their set of blocking ops, in a fixed order."""
-    fail = data.models[data.models["category"] == "fail"]
+    fail = data.models[data.models["category"] == "device"]
     w = weight(fail) if data.has_downloads else pd.Series(1, index=fail.index)
     per_row: dict[int, tuple[set[str], list[bool]]] = {r: (set(), [False]) for r in fail.index}
     b = data.blockers
-    for row, op in zip(b["row"].tolist(), b["op"].tolist()):
+    for row, op, is_op in zip(b["row"].tolist(), b["op"].tolist(), op_blockers(b).tolist()):
         entry = per_row.get(row)
         if entry is None:
             continue
-        if isinstance(op, str) and op:
+        if is_op:
             entry[0].add(op)
         else:
             entry[1][0] = True
@@ -61,11 +65,34 @@ def signatures(data: SweepData) -> list[Signature]:
     return sorted(sigs, key=lambda s: (sorted(s.ops), s.other))
 
 
+# Blocker kinds an op's lowering removes; other device kinds naming an op (a dynamic shape
+# from ``nonzero``, a dtype) are feature gaps.
+OP_KINDS = frozenset({"unsupported_op", "compile_error"})
+
+
+def op_blockers(blockers: pd.DataFrame) -> pd.Series:
+    """Which blockers a roadmap op stands for: the device's, of an op kind, naming an op."""
+    named = blockers["op"].map(lambda o: isinstance(o, str) and o != "").astype(bool)
+    return named & (blockers["origin"] == "device") & blockers["kind"].isin(OP_KINDS)
+
+
+def feature_ranking(data: SweepData) -> pd.DataFrame:
+    """Device gaps that are not an op to lower (dynamic shapes, dtypes, sparse, forward AD,
+    numerics, ...), by kind and what they name: models blocked, downloads, examples."""
+    bl = data.blockers
+    b = bl[data.failing_rows(bl) & (bl["origin"] == "device") & ~op_blockers(bl)].fillna({"op": ""})
+    cols = ["kind", "op", "models", "downloads", "examples"]
+    if b.empty:
+        return pd.DataFrame(columns=cols)
+    pairs = b.drop_duplicates(["row", "kind", "op"])[["row", "kind", "op"]].join(model_info(data), on="row")
+    return grouped(pairs, ["kind", "op"])[cols]
+
+
 def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataFrame:
     """Ops ranked by downloads blocked: models blocked, and what lowering it alone frees."""
-    cols = ["op", "kinds", "models", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
+    cols = ["op", "kinds", "models", "builds", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
     bl = data.blockers
-    b = bl[data.failing_rows(bl) & bl["op"].notna() & (bl["op"] != "")]
+    b = bl[data.failing_rows(bl) & op_blockers(bl)]
     if b.empty:
         return pd.DataFrame(columns=cols)
     kinds = b.groupby("op")["kind"].agg(lambda k: ", ".join(sorted(set(k))))
@@ -79,6 +106,7 @@ def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataF
             unlocked_m[op] += sig.models
             unlocked_w[op] += sig.weight
     out["kinds"] = out["op"].map(kinds)
+    out["builds"] = out["op"].map(pairs.groupby("op")["build"].nunique())
     out["unlocked_models"] = out["op"].map(lambda o: unlocked_m.get(o, 0))
     out["unlocked_downloads"] = out["op"].map(lambda o: unlocked_w.get(o, 0) if data.has_downloads else 0)
     order = ["downloads", "models", "unlocked_downloads", "op"]

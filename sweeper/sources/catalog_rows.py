@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import csv
 import gzip
-import zlib
 import json
 import math
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, NamedTuple

@@ -36,10 +36,28 @@ def test_line_carries_the_contract_fields():
     for key in ("sweep_id", "model_id", "status", "stages", "reason", "fallback_ops", "graph_breaks", "versions", "repro", "schema_version"):
         assert key in data
     assert data["schema_version"] == SCHEMA_VERSION
-    assert data["stages"]["forward"] == {"status": "fail", "seconds": 0.1, "reason": {"kind": "unsupported_op", "op": "aten::foo", "message": "no kernel\nsecond line", "exc_type": None}}
+    assert data["stages"]["forward"] == {"status": "fail", "seconds": 0.1, "reason": {"kind": "unsupported_op", "op": "aten::foo", "message": "no kernel\nsecond line", "exc_type": None, "stage": None, "origin": "device"}}
 
 
 def test_key_separates_heads_of_one_model():
     a = ModelRef(model_id="zoo/bert", rank=1, architecture="BertForMaskedLM")
     b = ModelRef(model_id="zoo/bert", rank=1)
     assert a.key != b.key
+
+
+def test_every_reason_kind_has_one_entry_in_the_table():
+    from sweeper.records import REASON_KINDS, ReasonKind, kind_info
+
+    assert set(REASON_KINDS) == set(ReasonKind), "a reason kind without an origin, status and softness"
+    assert kind_info("no_such_kind_any_more").origin.value == "harness"
+
+
+def test_a_reason_reads_its_origin_from_the_table_unless_told():
+    from sweeper.records import Origin, Reason, ReasonKind
+
+    assert Reason(ReasonKind.UNSUPPORTED_OP).origin is Origin.DEVICE
+    assert Reason(ReasonKind.GATED).origin is Origin.ENVIRONMENT
+    told = Reason(ReasonKind.UNSUPPORTED_OP, origin="harness", stage="forward")
+    assert Reason.from_dict(told.to_dict()) == told
+    old_line = {"kind": "compile_error", "op": "aten::x", "message": "m"}  # written before origins
+    assert Reason.from_dict(old_line).origin is Origin.DEVICE

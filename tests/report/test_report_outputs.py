@@ -58,7 +58,7 @@ def test_summary_parquet_and_charts(tmp_path: Path) -> None:
     out = write_sweep(tmp_path / "out", sweep_records())
     write_report(out)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["overview"]["tested"] == 6 and summary["overview"]["environment"] == 2
+    assert summary["overview"]["tested"] == 6 and summary["overview"]["categories"]["environment"] == 2
     assert summary["coverage"]["passing_downloads"] == 4700
     assert summary["roadmap"]["ops"][0]["op"] == "aten::upsample_bilinear2d"
     lstm = summary["roadmap"]["models_per_op"]["aten::_thnn_fused_lstm_cell"]
@@ -71,7 +71,7 @@ def test_summary_parquet_and_charts(tmp_path: Path) -> None:
     assert len(table) == 9
     row = table.set_index("key").loc["org/up-lstm"]
     assert [b["op"] for b in row["blockers"]] == ["aten::upsample_bilinear2d", "aten::_thnn_fused_lstm_cell"]
-    assert row["stage_forward"] == "fail" and row["category"] == "fail"
+    assert row["stage_forward"] == "fail" and row["category"] == "device"
     pngs = sorted(p.name for p in (out / "charts").iterdir())
     assert pngs == ["coverage_vs_rank.png", "pass_rate_by_stage.png", "top_blockers.png"]
     assert all((out / "charts" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

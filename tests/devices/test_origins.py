@@ -1,0 +1,103 @@
+"""Whose a blocker is: each origin injected into one model, and the record's verdict.
+
+A blocker is the device's only when the CPU control passes (or the profile declares it);
+what fails on the CPU too is the harness's, or the model's when its unshrunk config fails
+the same way; a lowering tool's failure stays the tool's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from sweeper import stages
+from sweeper.check import check_model
+from sweeper.config import SweepConfig
+from sweeper.errors import SweeperError
+from sweeper.materialize import Built
+from sweeper.records import ModelRef, Origin, ReasonKind, Status
+
+
+class LoweringToolFailure(SweeperError):
+    """What a lowering tool raises for an op the device supports."""
+
+    reason_kind = ReasonKind.LOWERING_TOOL_ERROR
+
+
+class Tiny(torch.nn.Module):
+    """A linear layer, plus one injected fault in its forward."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault = fault
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        on_device = y.device.type != "cpu"
+        if self.fault == "device_dtype":
+            y = y + y.double().sum().float()  # float64: the profile refuses it on the device
+        elif self.fault == "lowering_tool" and on_device:
+            raise LoweringToolFailure("failed to legalize operation 'torch.aten.native_op'", op="aten::native_op")
+        elif self.fault in ("input_rule", "model_bug") and torch.is_grad_enabled():
+            raise ValueError("Expected input batch_size (2) to match target batch_size (3)")
+        return y
+
+
+def _check(monkeypatch: pytest.MonkeyPatch, fault: str, *, upstream_fails: bool = False, **cfg: Any):
+    def build(ref: ModelRef, _cfg: SweepConfig) -> Built:
+        torch.manual_seed(0)
+        notes = {"upstream_control": "the unshrunk config fails the same way on meta"} if upstream_fails else {}
+        return Built(model=Tiny(fault), inputs={"x": torch.randn(2, 4)}, architecture="Tiny", model_type="tiny",
+                     num_parameters=20, notes=notes)  # fmt: skip
+
+    monkeypatch.setattr(stages, "materialize", build)
+    settings = {"device": "trnsim", "executor": "inline", "stages": ("load", "to_device", "forward", "backward"), **cfg}
+    return check_model(ModelRef(model_id=f"test/{fault}", rank=1), SweepConfig(**settings))
+
+
+def test_a_device_refusal_is_the_devices_and_its_control_passes(trnsim, monkeypatch):
+    record = _check(monkeypatch, "device_dtype")
+    assert record.reason.kind is ReasonKind.UNSUPPORTED_DTYPE
+    assert record.reason.origin is Origin.DEVICE and record.reason.stage == "forward"
+    assert record.control["stage"] == "forward" and record.control["status"] == "pass"
+
+
+def test_a_lowering_tool_failure_stays_the_tools(trnsim, monkeypatch):
+    record = _check(monkeypatch, "lowering_tool")
+    assert record.reason.kind is ReasonKind.LOWERING_TOOL_ERROR and record.reason.op == "aten::native_op"
+    assert record.reason.origin is Origin.LOWERING_TOOL
+    assert record.control["status"] == "pass"
+
+
+def test_a_failure_the_cpu_repeats_is_the_harness(trnsim, monkeypatch):
+    record = _check(monkeypatch, "input_rule")
+    assert record.stages["forward"].status is Status.FAIL
+    assert record.reason.origin is Origin.HARNESS
+    assert record.stages["forward"].reason.origin is Origin.HARNESS
+    assert record.control["status"] == "fail" and record.control["stage"] == "forward"
+    assert record.control["reason"]["kind"] == record.reason.kind.value
+
+
+def test_a_failure_the_unshrunk_config_repeats_is_the_models(trnsim, monkeypatch):
+    record = _check(monkeypatch, "model_bug", upstream_fails=True)
+    assert record.reason.origin is Origin.MODEL
+    assert record.control["status"] == "fail"
+
+
+def test_a_stage_that_recorded_a_blocker_fails(trnsim, monkeypatch):
+    # With --collect-all the refusal is recorded and the forward runs on: the stage still
+    # fails with its blocker, and the backward after it still runs.
+    record = _check(monkeypatch, "device_dtype", collect_all=True)
+    forward = record.stages["forward"]
+    assert forward.status is Status.FAIL and forward.reason.kind is ReasonKind.UNSUPPORTED_DTYPE
+    assert record.stages["backward"].status is not Status.BLOCKED
+    for name, result in record.stages.items():
+        assert (result.status is Status.PASS) == (not any(b.stage == name for b in record.blockers)), name
+
+
+def test_a_passing_model_pays_for_no_control(trnsim, monkeypatch):
+    record = _check(monkeypatch, "none")
+    assert record.status is Status.PASS and record.control is None
