@@ -16,6 +16,7 @@ files and published copies (``sweeper.atomic``), and the CLI's stdout/stderr
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from typing import Any, TextIO
@@ -24,13 +25,15 @@ from urllib.parse import unquote, urlsplit
 MASK = "***"
 MIN_SECRET = 6  # shorter values ("1", "true") would mask ordinary words
 _SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+# (pattern, replacement, lower-case substrings one of which must occur for it to match):
+# the cheap substring test keeps serialising a record fast when it holds no secret.
+_PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     # Authorization: Bearer xyz / authorization=xyz / "Authorization": "Basic xyz"
-    (re.compile(r"""(?i)(authorization["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token)\s+)?[^\s"',;}]+"""), r"\g<1>" + MASK),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"), r"\g<1> " + MASK),
-    (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), "hf_" + MASK),
+    (re.compile(r"""(?i)(authorization["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token)\s+)?[^\s"',;}]+"""), r"\g<1>" + MASK, ("authorization",)),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"), r"\g<1> " + MASK, ("bearer", "basic")),
+    (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), "hf_" + MASK, ("hf_",)),
     # scheme://user:pass@host -> scheme://***@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]*@"), r"\g<1>" + MASK + "@"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]*@"), r"\g<1>" + MASK + "@", ("://",)),
 )
 
 
@@ -65,15 +68,25 @@ def _stored_hub_token() -> set[str]:
     return set()
 
 
+@functools.lru_cache(maxsize=8)
+def _alternation(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """One pattern matching any of ``secrets``, longest first (compiled once per set)."""
+    if not secrets:
+        return None
+    return re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+
+
 def redact(text: str, secrets: set[str] | None = None) -> str:
     """``text`` with every secret the module knows of replaced by ``***``."""
-    if not text:
+    if len(text) < MIN_SECRET:  # too short to hold any secret or pattern
         return text
-    for secret in sorted(env_secrets() if secrets is None else secrets, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, MASK)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    found = _alternation(frozenset(env_secrets() if secrets is None else secrets))
+    if found is not None:
+        text = found.sub(MASK, text)
+    lower = text.lower()
+    for pattern, replacement, triggers in _PATTERNS:
+        if any(t in lower for t in triggers):
+            text = pattern.sub(replacement, text)
     return text
 
 
