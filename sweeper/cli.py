@@ -239,11 +239,12 @@ def publish(
     out: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
     to: Annotated[str, typer.Option("--to", help="A folder, or hf://datasets/ORG/NAME.")],
     compare: Annotated[Path | None, typer.Option("--compare", help="Another sweep's folder: the page marks fixed / regressed models.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Publish into a non-empty folder that an earlier publish did not write.")] = False,
 ) -> None:
     """Publish a sweep: a self-contained folder (with index.html), or a Hugging Face dataset."""
     from sweeper.report.commands import publish as do_publish
 
-    print(do_publish(out, to, compare=compare))
+    print(do_publish(out, to, compare=compare, force=force))
 
 
 @app.command()
@@ -258,7 +259,23 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one-line errors and exit 2 for bad input, never a traceback."""
+    """Entry point: one-line errors and exit 2 for bad input, never a traceback.
+
+    Everything printed passes the redactor; SIGTERM ends a sweep like Ctrl-C does.
+    """
+    from sweeper.interrupt import terminate_as_interrupt
+    from sweeper.redact import RedactingStream
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
+    try:
+        with terminate_as_interrupt():
+            _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         code = app(args=argv, standalone_mode=False)
     except UsageError as exc:
@@ -266,16 +283,19 @@ def main(argv: list[str] | None = None) -> None:
     except click_exceptions.UsageError as exc:
         _die(exc.format_message().replace("\n", " "))
     except _EXIT as exc:
-        sys.exit(exc.exit_code)
-    except _ABORT:
-        _die("aborted", code=130)
-    except KeyboardInterrupt:
-        _die("interrupted; rerun the same command to resume", code=130)
+        code = exc.exit_code
+    except (_ABORT, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        _die(INTERRUPTED, code=130)
     except Exception as exc:  # noqa: BLE001 - an OS error or a bug: one line, the traceback on request
         if os.environ.get("SWEEPER_DEBUG"):
             raise
         _die(f"{type(exc).__name__}: {exc} (set SWEEPER_DEBUG=1 for the traceback)", code=1)
+    if code == 130:  # typer turns Ctrl-C (and SIGTERM, see sweeper.interrupt) into exit code 130
+        _die(INTERRUPTED, code=130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+INTERRUPTED = "interrupted; rerun the same command to resume"
 
 
 def _die(message: str, code: int = 2) -> None:

@@ -16,6 +16,7 @@ import tomllib
 
 from sweeper.errors import UsageError
 from sweeper.records import Stage
+from sweeper.validate import check_numbers, check_types
 
 REPO_CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 WEIGHTS_MODES = ("tiny", "random", "pretrained")
@@ -93,8 +94,7 @@ class SweepConfig:
 
 def validate(cfg: SweepConfig) -> SweepConfig:
     """Raise ``UsageError`` with one clear line for any value that cannot work."""
-    if cfg.top is not None and cfg.top <= 0:
-        raise UsageError(f"--top must be a positive number of models, got {cfg.top}")
+    check_numbers(cfg)
     if cfg.weights not in WEIGHTS_MODES:
         raise UsageError(f"unknown weights mode {cfg.weights!r}; choose one of {', '.join(WEIGHTS_MODES)}")
     if cfg.source not in SOURCES:
@@ -107,14 +107,8 @@ def validate(cfg: SweepConfig) -> SweepConfig:
     bad = [s for s in cfg.stages if s not in known]
     if bad or not cfg.stages:
         raise UsageError(f"unknown stage {', '.join(bad) or '(none given)'}; choose from {', '.join(known)}")
-    if cfg.timeout <= 0:
-        raise UsageError(f"--timeout must be positive seconds, got {cfg.timeout}")
     if cfg.source == "catalog" and not cfg.catalog:
         raise UsageError("--source catalog needs --catalog PATH")
-    if cfg.workers is not None and cfg.workers <= 0:
-        raise UsageError(f"--workers must be positive, got {cfg.workers}")
-    if cfg.retries < 0:
-        raise UsageError(f"--retries must be 0 or more, got {cfg.retries}")
     if cfg.hub_rpm <= 0:
         raise UsageError(f"--hub-rpm must be a positive number of requests per minute, got {cfg.hub_rpm}")
     if cfg.hub_tries <= 0:
@@ -129,12 +123,19 @@ def validate(cfg: SweepConfig) -> SweepConfig:
 def load_toml(path: Path) -> dict[str, Any]:
     """Read one TOML file of sweep settings (a flat table; ``[sweep]`` also accepted)."""
     try:
-        data = tomllib.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise UsageError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"config file {path} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
-    return data.get("sweep", data)
+    table = data.get("sweep", data)
+    if not isinstance(table, dict):
+        raise UsageError(f"config file {path}: [sweep] must be a table of settings")
+    check_types(table, dataclasses.fields(SweepConfig), path=path, text=text)
+    return table
 
 
 def build_config(overrides: dict[str, Any], *, config_file: str | None = None) -> SweepConfig:

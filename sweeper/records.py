@@ -294,7 +294,11 @@ class ModelRecord:
         data["reason"] = self.reason.to_dict() if self.reason else None
         data["blockers"] = [b.to_dict() for b in self.blockers]
         data["seconds"] = round(self.seconds, 4)
-        return data
+        # The serialisation boundary: every file and printout of a record passes here, so
+        # a Hub error that echoed a token or an endpoint's password never reaches disk.
+        from sweeper.redact import redact_obj
+
+        return redact_obj(data)
 
     def to_json(self) -> str:
         """One line of JSON (no newline inside; non-ASCII kept readable)."""

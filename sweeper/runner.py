@@ -23,9 +23,11 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
+from sweeper.folder_lock import own_folder
 from sweeper.hub_http import install
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
+from sweeper.redact import redact_obj
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore, read_records
@@ -133,10 +135,19 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
 
     Each distinct check runs once (``sweeper.reuse``) unless ``cfg.reuse`` is off or
     ``check`` is not the real ``check_model``; refs a live listing streams are each run.
+    The output folder is locked for the whole run: a second sweep on it exits 2.
     """
+    refs, source_info, device_info = plan(cfg, say=None if quiet else _say)
+    with own_folder(cfg.out_dir):
+        return _run(cfg, refs, source_info, device_info, check=check, quiet=quiet, write_report=write_report)
+
+
+def _run(
+    cfg: SweepConfig, refs: Any, source_info: dict[str, Any], device_info: dict[str, Any], *,
+    check: CheckFn | None, quiet: bool, write_report: bool,
+) -> SweepResult:
     from sweeper.reuse import for_sweep
 
-    refs, source_info, device_info = plan(cfg, say=None if quiet else _say)
     out = cfg.out_dir
     stream = refs if isinstance(refs, RefStream) else None
     total = len(refs) if stream is None else stream.expected or 0
@@ -145,6 +156,11 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
         count = f"{total} models" if stream is None else f"up to {total} models as the listing streams"
         print(f"source: {source_info.get('name')}{why}; {count}; device {cfg.device}; out {out}", file=sys.stderr)
     store = RecordStore(out).open()
+    if store.rejected_lines:
+        print(
+            f"sweep: warning: {store.rejected_lines} line(s) of {store.path} were not records; "
+            f"moved to {store.rejected_path}", file=sys.stderr,
+        )
     done = store.done_keys()
     real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
     reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.reuse else (), fingerprinted=real_check)
@@ -179,6 +195,9 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
                 progress.watch(getattr(executor, "running", lambda: []))
             executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
             batch = reuse.next_round()
+    except KeyboardInterrupt:
+        meta["interrupted"] = True
+        raise
     finally:
         if executor is not None:
             executor.close()
@@ -249,7 +268,7 @@ def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, tota
 
 def _write_meta(out: Path, meta: dict[str, Any]) -> None:
     tmp = out / (SWEEP_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    tmp.write_text(json.dumps(redact_obj(meta), indent=2, default=str) + "\n")
     os.replace(tmp, out / SWEEP_FILE)
 
 

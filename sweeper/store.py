@@ -13,9 +13,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from sweeper.records import ModelRecord
+from sweeper.records import ModelRecord, Status
 
 RECORDS_FILE = "records.jsonl"
+REJECTED_FILE = "records.rejected.jsonl"
+_STATUSES = frozenset(s.value for s in Status)
 
 
 class RecordStore:
@@ -26,11 +28,14 @@ class RecordStore:
         self.path = self.out_dir / RECORDS_FILE
         self._fh = None
         self.repaired_bytes = 0
+        self.rejected_path = self.out_dir / REJECTED_FILE
+        self.rejected_lines = 0
 
     def open(self) -> RecordStore:
         """Create the folder, cut a torn tail, and open for appending."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = repair(self.path)
+        self.rejected_lines = set_aside(self.path, self.rejected_path)
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the sweep)
         return self
 
@@ -89,6 +94,57 @@ def repair(path: Path) -> int:
         return size - cut
 
 
+def is_record(line: bytes) -> bool:
+    """Whether one line of records.jsonl is a record: a JSON object naming a model and a status."""
+    try:
+        text = line.decode("utf-8").strip()
+        # What ``ModelRecord.to_json`` writes, recognised without parsing (resume reads
+        # every line once more right after); anything else is parsed and checked.
+        if text.startswith('{"sweep_id": ') and text.endswith("}") and '"model_id": "' in text and '"status": "' in text:
+            return True
+        raw = json.loads(text)
+    except ValueError:  # UnicodeDecodeError is a ValueError too
+        return False
+    return (
+        isinstance(raw, dict)
+        and isinstance(raw.get("model_id"), str)
+        and bool(raw["model_id"])
+        and raw.get("status") in _STATUSES
+        and isinstance(raw.get("key", ""), str)
+    )
+
+
+def set_aside(path: Path, rejected: Path) -> int:
+    """Move lines that are not records (``{}``, garbage, invalid UTF-8) to ``rejected``.
+
+    A hand edit or a stray write must never block a resume; the lines are kept, not
+    lost, and records.jsonl is rewritten (to a temporary name, then renamed) without them.
+    Returns how many lines were moved.
+    """
+    if not path.exists():
+        return 0
+    keep: list[bytes] = []
+    bad: list[bytes] = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            (keep if is_record(line) else bad).append(line if line.endswith(b"\n") else line + b"\n")
+    if not bad:
+        return 0
+    with open(rejected, "ab") as fh:
+        fh.writelines(bad)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.writelines(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return len(bad)
+
+
 def _is_json(line: bytes) -> bool:
     try:
         json.loads(line)
@@ -101,15 +157,17 @@ def iter_raw(path: Path) -> Iterator[dict]:
     """Record dicts in file order, skipping a torn or malformed line."""
     if not Path(path).exists():
         return
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
+                raw = json.loads(line)
             except ValueError:
                 continue
+            if isinstance(raw, dict) and raw.get("model_id"):
+                yield raw
 
 
 def read_records(out_dir: Path) -> list[ModelRecord]:

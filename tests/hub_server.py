@@ -143,6 +143,8 @@ class Request:
 
     def error(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         """An error the way the Hub sends it: X-Error-Code/X-Error-Message and a JSON body."""
+        if self.server.echo_credentials is not None:  # a careless server, as some proxies are
+            message += f" (request had Authorization: {self.headers.get('Authorization')}; {self.server.echo_credentials})"
         headers = {"X-Error-Code": code, "X-Error-Message": message, **(headers or {})}
         self.send_json({"error": message}, status=status, headers=headers)
 
@@ -157,6 +159,8 @@ class HubServer:
         self.log: list[tuple[str, str, int]] = []  # (method, path, status) per request
         self.auth_seen: list[str] = []  # Authorization headers received, to check tokens are sent
         self.lfs_objects: dict[str, bytes] = {}  # uploaded large files by sha256, until committed
+        # Text to echo, with the request's Authorization header, in every error message.
+        self.echo_credentials: str | None = None
         self.lock = threading.Lock()
         self.faults = FaultPlan()  # misbehaviour applied before the routes (hub_faults.py)
         self._httpd: ThreadingHTTPServer | None = None

@@ -20,6 +20,7 @@ import psutil
 from sweeper.executors.worker import THREAD_VARS
 
 MIB = 1024 * 1024
+MIN_LIMIT_MB = 512  # below this not even torch and transformers import
 
 
 class Child:
@@ -60,11 +61,16 @@ class Child:
 
 
 def memory_limit_mb(cfg: Any, workers_on_node: int) -> int:
-    """``--memory-limit-mb``, else an even share of 80% of this machine's memory per worker."""
+    """``--memory-limit-mb``, else an even share of 80% of the memory *available* now.
+
+    Available, not total: on a machine where other work holds memory, a share of the
+    total is more than the workers can ever get, and the kernel (or Ray's memory monitor)
+    would kill them before the guard saw anything.
+    """
     if cfg.memory_limit_mb:
         return int(cfg.memory_limit_mb)
-    total = psutil.virtual_memory().total / MIB
-    return max(1024, int(total * 0.8 / max(1, workers_on_node)))
+    available = psutil.virtual_memory().available / MIB
+    return max(MIN_LIMIT_MB, int(available * 0.8 / max(1, workers_on_node)))
 
 
 def signal_name(num: int) -> str:

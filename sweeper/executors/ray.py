@@ -17,20 +17,24 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import RayError, RayTaskError
+from ray.exceptions import OutOfMemoryError, RayError, RayTaskError
 
 from sweeper.errors import UsageError
 from sweeper.executors import progress
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
-from sweeper.executors.supervisor import Supervisor
+from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
+from sweeper.interrupt import reclaim
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
 if TYPE_CHECKING:
@@ -40,6 +44,8 @@ POLL_S = 0.5
 BACKSTOP_GRACE_S = 180.0  # past every per-model timeout plus a worker start: the actor is wedged
 READY_TIMEOUT_S = 600.0  # an autoscaling cluster may need minutes to add a node
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # records are small; do not reserve 30% of RAM
+OOM_BACKOFF_S = (0.5, 10.0)  # first and longest pause after Ray's memory monitor killed a worker
+OOM_STARTS_PER_MODEL = 3  # workers killed while starting, in a row, before the next model is an oom
 
 
 def connect(cfg: SweepConfig) -> bool:
@@ -70,6 +76,19 @@ def connect(cfg: SweepConfig) -> bool:
         else:
             os.environ["PYTHONPATH"] = saved
     return True
+
+
+def describe_cluster(address: str) -> str:
+    """``ray: attached to ADDRESS (gcs HOST:PORT): N nodes, C CPUs, G GPUs`` for the sweep's log."""
+    alive = [node for node in ray.nodes() if node.get("Alive")]
+    res = ray.cluster_resources()
+    gcs = ""
+    try:
+        gcs = ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - ray:// clients have no GCS address of their own
+        gcs = ""
+    where = f"{address} (gcs {gcs})" if gcs and gcs != address else address
+    return f"ray: attached to {where}: {len(alive)} node(s), {res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} GPUs"
 
 
 def gpus_per_model(cfg: SweepConfig) -> float:
@@ -105,17 +124,23 @@ class RayExecutor:
         self.actor_starts = 0
         self.failed_starts = 0
         self.pids: dict[int, int] = {}  # actor index -> its pid, once it answered ready()
+        self.tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.backoff_s = 0.0
+        self.oom_starts = 0  # workers killed for memory while starting, since the last good call
 
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
         self.cfg = cfg
         self.started_ray = connect(cfg) or self.started_ray
+        reclaim()  # ray.init installs its own SIGTERM handler; the sweep must still close cleanly
+        if cfg.address or os.environ.get("RAY_ADDRESS"):
+            print(describe_cluster(cfg.address or os.environ.get("RAY_ADDRESS", "")), file=sys.stderr)
         n = cluster_workers(cfg)
         self._remote = ray.remote(Supervisor).options(
             num_cpus=cfg.num_cpus, num_gpus=gpus_per_model(cfg), max_restarts=0, max_task_retries=0,
             memory=cfg.memory_limit_mb * 1024 * 1024 if cfg.memory_limit_mb else None,
         )
-        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))))
+        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))), self.tag)
         self._kill_actors()
         self.queues = [[] for _ in range(n)]
         self.actors = [self._new_actor(i) for i in range(n)]
@@ -124,6 +149,7 @@ class RayExecutor:
         pending: dict[Any, Call] = {}
         while True:
             self._refresh_ready()
+            self._starved_by_memory(window, on_record)
             self._fill(window, pending)
             if not pending:
                 if window.drained:
@@ -164,6 +190,11 @@ class RayExecutor:
             try:
                 self.pids[i] = ray.get(handle)
             except RayError as exc:  # e.g. the check function does not import on that node
+                if _is_oom(exc):  # the node is short of memory now: wait, never give up the sweep
+                    self.oom_starts += 1
+                    self._back_off()
+                    self.actors[i] = self._new_actor(i)
+                    continue
                 self.failed_starts += 1
                 if self.failed_starts > 2 * len(self.actors):
                     raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
@@ -214,15 +245,52 @@ class RayExecutor:
                 on_record(self._failed(ref, Status.ERROR, ReasonKind.HARNESS, f"supervisor raised: {_first_line(exc)}"))
             return
         except RayError as exc:
-            self._lose_actor(call.worker, exc, window, pending, on_record)
+            oom = _is_oom(exc)
+            if oom:
+                self._oom(call, exc, window, pending, on_record)
+            self._lose_actor(call.worker, exc, window, pending, on_record, ran_found=oom)
             return
         tries = {ref.key: window.attempts.get(ref.key, 0) for ref in call.refs}
+        self.backoff_s, self.oom_starts = 0.0, 0
         self._dequeue(call)
         window.done(call, time.monotonic())
         for record in records:
             if tries.get(record.key):
                 record.notes["infra_retries"] = tries[record.key]
             on_record(record)
+
+    def _oom(self, call: Call, exc: RayError, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
+        """Ray's memory monitor killed the worker running ``call``: its model (the first of
+        the call, the one in flight) is an ``oom`` record, the others go back in line; then
+        pause so the node can recover before the replacement worker starts."""
+        self._dequeue(call)
+        pending.pop(call.handle, None)
+        window.done(call, time.monotonic())
+        first, *rest = call.refs
+        window.give_back(rest)
+        message = f"the node ran low on memory and Ray's memory monitor killed the worker: {_first_line(exc)}"
+        on_record(self._failed(first, Status.CRASH, ReasonKind.OOM, message))
+        self._back_off()
+
+    def _starved_by_memory(self, window: Window, on_record: OnRecord) -> None:
+        """Workers keep being killed for memory before any model runs: record the next model
+        as ``oom`` so the sweep moves on (and ends) instead of waiting or aborting."""
+        if self.oom_starts < OOM_STARTS_PER_MODEL:
+            return
+        self.oom_starts, self.backoff_s = 0, 0.0
+        chunk = window.take()
+        if not chunk:
+            return
+        window.in_flight -= len(chunk)
+        window.give_back(chunk[1:])
+        message = f"the node ran low on memory: Ray killed {OOM_STARTS_PER_MODEL} workers in a row before this model could start"
+        on_record(self._failed(chunk[0], Status.CRASH, ReasonKind.OOM, message))
+
+    def _back_off(self) -> None:
+        """Pause, longer each time memory runs out again, so the node can free memory."""
+        first, longest = OOM_BACKOFF_S
+        self.backoff_s = min(longest, self.backoff_s * 2 if self.backoff_s else first)
+        time.sleep(self.backoff_s)
 
     def _dequeue(self, call: Call) -> None:
         queue = self.queues[call.worker]
@@ -231,11 +299,13 @@ class RayExecutor:
         if queue and queue[0].started is None:
             queue[0].started = time.monotonic()
 
-    def _lose_actor(self, i: int, exc: BaseException, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
-        """Replace a lost actor; its running call counts as an attempt, queued ones do not."""
+    def _lose_actor(
+        self, i: int, exc: BaseException, window: Window, pending: dict[Any, Call], on_record: OnRecord, *, ran_found: bool = False
+    ) -> None:
+        """Replace a lost actor; its running call counts as an attempt, queued ones do not
+        (``ran_found``: the running call was dealt with already)."""
         calls, self.queues[i] = self.queues[i], []
         old, self.actors[i] = self.actors[i], self._new_actor(i)
-        ran_found = False
         for call in calls:
             pending.pop(call.handle, None)
             done, _ = ray.wait([call.handle], timeout=0)
@@ -291,13 +361,22 @@ class RayExecutor:
             if self.started_ray:
                 ray.shutdown()
         self.started_ray = False
+        # Actors killed mid-model (an interrupted sweep) could not remove their folders;
+        # on this machine (local Ray, or a cluster node here) the driver does it for them.
+        for folder in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{self.tag}-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    """Whether Ray's memory monitor killed the worker (raised as such, or as the cause of an actor's death)."""
+    return isinstance(exc, OutOfMemoryError) or "running low on memory" in str(exc) or "OutOfMemoryError" in str(exc)
 
 
 def local_progress_file(pid: int | None) -> str:
     """The progress file of the worker of the actor ``pid`` when it runs on this machine."""
     if pid is None:
         return ""
-    found = glob.glob(os.path.join(tempfile.gettempdir(), f"sweeper-ray-{pid}-*", "worker-0.progress"))
+    found = glob.glob(os.path.join(tempfile.gettempdir(), f"{WORKDIR_PREFIX}*-{pid}-*", "worker-0.progress"))
     return found[0] if found else ""
 
 

@@ -18,6 +18,8 @@ from sweeper.executors.process import threads_per_worker
 from sweeper.executors.slot import WorkerSlot
 from sweeper.records import ModelRecord, ModelRef
 
+WORKDIR_PREFIX = "sweeper-ray-"
+
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
@@ -25,9 +27,10 @@ if TYPE_CHECKING:
 class Supervisor:
     """Ray actor: runs chunks of models in its own worker process, returns their records."""
 
-    def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int) -> None:
-        # The pid in the name lets a driver on the same node find the worker's progress file.
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"sweeper-ray-{os.getpid()}-"))
+    def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int, tag: str = "") -> None:
+        # The driver's tag in the name lets it remove folders of actors it had to kill; the
+        # pid lets a driver on the same node find the worker's progress file.
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{tag}-{os.getpid()}-"))
         local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, workers_per_node))
         self.slot = WorkerSlot(local, check, workdir=self.workdir, num_threads=threads_per_worker(cfg))
 

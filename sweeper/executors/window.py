@@ -83,6 +83,10 @@ class Window:
         prev = self._per_model_s
         self._per_model_s = per_model if prev is None else 0.7 * prev + 0.3 * per_model
 
+    def give_back(self, refs: list[ModelRef]) -> None:
+        """Refs of a finished call that never ran: first in line again, no attempt counted."""
+        self._retry.extend(refs)
+
     def requeue(self, call: Call, *, ran: bool) -> list[tuple[ModelRef, int]]:
         """Put a lost call's refs back; those past ``retries`` come back as (ref, attempts).
 

@@ -18,6 +18,7 @@ from sweeper.materialize.fitting import fit_widths
 from sweeper.materialize.heads import kind_of_class
 from sweeper.materialize.images import wants_images, with_images
 from sweeper.materialize.inputs import cast_floating, make_inputs, model_dtype
+from sweeper.materialize.memory_estimate import MemoryBudgetError, check_fits, meta_model
 from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
 from sweeper.records import ModelRef, ReasonKind
 
@@ -93,8 +94,9 @@ def base_config(ref: ModelRef, cfg: Any, notes: dict[str, Any] | None = None) ->
         raise ConfigError(f"config for {model_type!r} does not build: {type(exc).__name__}: {exc}") from exc
 
 
-def tiny_configs(config: Any, cls: type, cap: int) -> Iterator[tuple[str, Any]]:
-    """Shrunk configs whose model builds on meta under ``cap``, most aggressive first.
+def tiny_configs(config: Any, cls: type, cap: int, *, cfg: Any = None) -> Iterator[tuple[str, Any]]:
+    """Shrunk configs whose model builds on meta under ``cap``, most aggressive first
+    (and, given the sweep's ``cfg``, whose estimated memory fits its budget).
 
     Raises when none does: ConfigError when even the unmodified config fails (upstream),
     else the first level's error (ShrinkError / TooLargeError: our limitation).
@@ -105,13 +107,20 @@ def tiny_configs(config: Any, cls: type, cap: int) -> Iterator[tuple[str, Any]]:
     for level in LEVELS:
         try:
             shrunk = type(config).from_dict(shrink_config_dict(data, level))
-            count = count_on_meta(cls, shrunk)
+            on_meta = meta_model(cls, shrunk)
+            count = sum(p.numel() for p in on_meta.parameters())
         except Exception as exc:  # noqa: BLE001 - try the next, gentler level
             first_error = first_error or exc
             continue
         if count > cap:
             first_error = first_error or TooLargeError(f"{count:,} parameters after shrinking ({level}) > cap {cap:,}")
             continue
+        if cfg is not None:
+            try:
+                check_fits(on_meta, shrunk, cfg)
+            except MemoryBudgetError as exc:
+                first_error = first_error or exc
+                continue
         found = True
         yield level, shrunk
     if found:
@@ -150,6 +159,7 @@ def build(ref: ModelRef, cfg: Any) -> Built:
             model = load_pretrained(ref, cfg, cls)
         else:
             _checked_count(config, cls, cfg.max_parameters)
+            check_fits(meta_model(cls, config), config, cfg)  # before the memory is spent
             model = _build(cls, config, cfg)
         inputs, has_labels = _inputs(model, kind, cfg, variant=0)
     if wants_images(model, inputs):
@@ -180,7 +190,7 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
     reports its genuine error.
     """
     first: tuple[Any, dict, bool] | None = None
-    for level, shrunk in tiny_configs(config, cls, cfg.max_parameters):
+    for level, shrunk in tiny_configs(config, cls, cfg.max_parameters, cfg=cfg):
         model = _build(cls, shrunk, cfg)
         for variant in (0, 1, 2):
             try:

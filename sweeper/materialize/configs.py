@@ -28,14 +28,18 @@ TINY_VOCAB = 1024
 SPECIAL_ID_BASE = 900
 MAX_IMAGE = 256
 SHRUNK_IMAGE = 224
+# Position tables (and the causal masks some models register at max_positions²) shrink to
+# this; far above any sequence the sweep feeds.
+MAX_POSITIONS = 2048
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "n_ctx")
 
 # Ladder levels, most aggressive first, with what each shrinks: when a level's model
 # fails to build or to run, the next changes less (the failure may come from a field
 # linked to the vocab or to a width that no rule knows).
 LEVEL_PARTS: dict[str, frozenset[str]] = {
-    "tiny": frozenset({"widths", "experts", "images", "vocab"}),
-    "keep_vocab": frozenset({"widths", "experts", "images"}),
-    "keep_width": frozenset({"experts", "images", "vocab"}),
+    "tiny": frozenset({"widths", "experts", "images", "vocab", "positions"}),
+    "keep_vocab": frozenset({"widths", "experts", "images", "positions"}),
+    "keep_width": frozenset({"experts", "images", "vocab", "positions"}),
     "layers_only": frozenset(),
 }
 LEVELS: tuple[str, ...] = tuple(LEVEL_PARTS)
@@ -168,6 +172,10 @@ def _walk(d: dict[str, Any], remap: _Remap) -> None:
         _shrink_images(d)
     if "vocab" in parts:
         _shrink_vocab(d, remap)
+    if "positions" in parts:
+        for key in POSITION_KEYS:
+            if isinstance(d.get(key), int) and not isinstance(d[key], bool) and d[key] > MAX_POSITIONS:
+                d[key] = MAX_POSITIONS
     for value in d.values():
         if isinstance(value, dict) and _is_sub_config(value):
             _walk(value, remap)

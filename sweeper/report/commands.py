@@ -25,25 +25,30 @@ def write_report(out_dir: Path, *, charts: bool = True) -> Path:
 
 
 def _write_report(out_dir: Path, *, charts: bool) -> Path:
+    import tempfile
+
     from sweeper.report import markdown
     from sweeper.report.export import write_parquet
     from sweeper.report.page import write_page
+    from sweeper.staged import Staged
 
     data = read_sweep(out_dir)
     a = analyse(data)
-    written = []
-    if charts:
-        from sweeper.report.charts import write_charts
+    # Every output is staged and renamed together: a failure leaves the old set intact.
+    with Staged(out_dir) as staged:
+        written = []
+        if charts:
+            from sweeper.report.charts import write_charts
 
-        written = write_charts(a, out_dir / CHARTS_DIR)
-    (out_dir / MODELS_FILE).unlink(missing_ok=True)
-    report = out_dir / REPORT_FILE
-    report.write_text(markdown.render(a, charts=written), encoding="utf-8")
-    write_page(a, out_dir, charts=written)
-    text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
-    (out_dir / SUMMARY_FILE).write_text(text + "\n", encoding="utf-8")
-    write_parquet(data, out_dir / PARQUET_FILE)
-    return report
+            written = write_charts(a, staged.folder_path(CHARTS_DIR))
+        staged.remove(MODELS_FILE)
+        staged.text(REPORT_FILE, markdown.render(a, charts=written))
+        with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
+            staged.copy(write_page(a, Path(page_dir), charts=written), PAGE_FILE)
+        text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        staged.text(SUMMARY_FILE, text + "\n")
+        write_parquet(data, staged.path(PARQUET_FILE))
+    return out_dir / REPORT_FILE
 
 
 def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str, int]:
@@ -58,7 +63,7 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     return text, 1 if fail_on_regression and result.regressed_any else 0
 
 
-def publish(out_dir: Path, to: str, *, compare: Path | None = None) -> str:
+def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
     """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
     ``compare``: another sweep's folder; the page then marks what each model fixed or
     regressed against it. Returns where it went."""
@@ -66,4 +71,4 @@ def publish(out_dir: Path, to: str, *, compare: Path | None = None) -> str:
 
     if to.startswith("hf://"):
         return publish_hub(Path(out_dir), to, compare=compare)
-    return publish_folder(Path(out_dir), Path(to), compare=compare)
+    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)

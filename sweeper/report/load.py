@@ -20,6 +20,7 @@ import pandas as pd
 
 from sweeper.errors import UsageError
 from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, Origin, Status, kind_info
+from sweeper.redact import env_secrets, redact_obj
 from sweeper.report.meta import read_meta
 
 RECORDS_FILE = "records.jsonl"
@@ -147,6 +148,7 @@ def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
     """Entries by key (last wins), the count of skipped lines, the first problem."""
     entries: dict[str, Entry] = {}
     skipped, first_problem = 0, ""
+    secrets = env_secrets()  # records written before redaction existed are scrubbed here
     with open(path, encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
@@ -163,7 +165,7 @@ def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
                 first_problem = first_problem or problem
                 continue
             try:
-                entry = entry_of(raw)
+                entry = entry_of(redact_obj(raw, secrets))
             except (TypeError, ValueError, AttributeError):  # a field of the wrong shape
                 skipped += 1
                 first_problem = first_problem or f"line {number} is not a sweep record"

@@ -19,9 +19,11 @@ from sweeper.errors import UsageError
 from sweeper.report import commands
 from sweeper.report.escape import code, md, num, one_line, pct
 from sweeper.report.meta import SWEEP_FILE, read_meta
+from sweeper.staged import Staged
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"
+PUBLISH_MARKER = ".sweeper-publish"  # says the folder is a publish's own, so it may be overwritten
 # models.md is never written now: listed so that a stale copy in DEST is removed.
 REPORT_FILES = (commands.REPORT_FILE, commands.PAGE_FILE, commands.MODELS_FILE, commands.SUMMARY_FILE,
                 commands.PARQUET_FILE, SWEEP_FILE)  # fmt: skip
@@ -37,14 +39,20 @@ COLUMNS_NOTE = (
 )
 
 
-def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None) -> str:
+def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None, force: bool = False) -> str:
     """Rebuild the report from the records and copy it, with a dataset card, to ``dest``;
-    with ``compare`` (another sweep's folder) the page marks fixed / regressed models."""
+    with ``compare`` (another sweep's folder) the page marks fixed / regressed models.
+
+    ``dest`` must be new, empty, or an earlier publish (it holds ``PUBLISH_MARKER``);
+    ``force`` publishes over anything else. Files are staged and renamed together.
+    """
     out_dir, dest = Path(out_dir), Path(dest)
     if dest.resolve() == out_dir.resolve():
         raise UsageError(f"--to must be another folder than the sweep folder {out_dir}")
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"--to {dest} exists and is not a folder")
+    if not force and dest.is_dir() and any(dest.iterdir()) and not (dest / PUBLISH_MARKER).is_file():
+        raise UsageError(f"--to {dest} is a non-empty folder that sweep publish did not write; use --force to publish over it")
     old = None
     if compare is not None:  # read first: a bad --compare leaves DEST untouched
         from sweeper.report.load import read_sweep
@@ -53,21 +61,25 @@ def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None) ->
             raise UsageError(f"--compare must name another sweep than {out_dir}")
         old = read_sweep(Path(compare))
     commands.write_report(out_dir)
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in REPORT_FILES:
-        if (out_dir / name).is_file():
-            shutil.copyfile(out_dir / name, dest / name)
-        else:
-            (dest / name).unlink(missing_ok=True)
-    charts = dest / commands.CHARTS_DIR
-    shutil.rmtree(charts, ignore_errors=True)
-    if (out_dir / commands.CHARTS_DIR).is_dir():
-        shutil.copytree(out_dir / commands.CHARTS_DIR, charts)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write into {dest}: {exc.strerror or exc}") from None
+    summary = json.loads((out_dir / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
+    with Staged(dest) as staged:
+        for name in REPORT_FILES:
+            if (out_dir / name).is_file():
+                staged.copy(out_dir / name, name)
+            else:
+                staged.remove(name)
+        charts = staged.folder_path(commands.CHARTS_DIR)
+        if (out_dir / commands.CHARTS_DIR).is_dir():
+            shutil.copytree(out_dir / commands.CHARTS_DIR, charts, dirs_exist_ok=True)
+        staged.text("README.md", dataset_card(summary, read_meta(out_dir)))
+        staged.text(PUBLISH_MARKER, f"written by sweep publish from {out_dir.resolve()}\n")
     if old is not None:
         sweep_id = old.meta.get("sweep_id")
         compared_page(out_dir, old, dest, label=f"{Path(compare).name} (sweep {sweep_id})" if sweep_id else Path(compare).name)
-    summary = json.loads((out_dir / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
-    (dest / "README.md").write_text(dataset_card(summary, read_meta(out_dir)), encoding="utf-8")
     return str(dest)
 
 

@@ -11,6 +11,7 @@ import csv
 import gzip
 import json
 import math
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -54,7 +55,7 @@ def read_rows(path: Path) -> list[Row]:
         with _open_text(path) as handle:
             reader = _csv_rows if suffix.startswith(".csv") else _jsonl_rows
             return list(reader(path, handle))
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise UsageError(f"catalog {path} cannot be read: {_one_line(exc)}") from None
 
 
@@ -75,7 +76,15 @@ def _csv_rows(path: Path, handle: IO[str]) -> Iterator[Row]:
     positions = [(f, tuple(names.index(k) for k in keys)) for f, keys in _layout(names).items()]
     single = all(len(idx) <= 1 for _, idx in positions)
     first = [(f, idx[0] if idx else len(names) + 1) for f, idx in positions]
-    for values in reader:
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # e.g. a field over csv's 128 KiB limit
+            raise UsageError(f"catalog {path} line {reader.line_num}: {exc}") from None
+        except (OSError, EOFError, zlib.error) as exc:  # a gzip stream corrupt part-way
+            raise UsageError(f"catalog {path} cannot be read after line {reader.line_num}: {_one_line(exc)}") from None
         width = len(values)
         if single:  # the usual file: one column per field, no alias to choose between
             record = {f: values[i] if i < width else None for f, i in first}

@@ -35,6 +35,7 @@ def _parses(command: str) -> dict:
 
 def _check_cluster_spec(spec: dict) -> None:
     assert spec["rayVersion"] == ray.__version__  # the image's Ray must match the driver's
+    assert spec["enableInTreeAutoscaling"] is True  # else min/maxReplicas never scale anything
     head = spec["headGroupSpec"]["template"]["spec"]
     mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
     claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in head["volumes"]}

@@ -22,6 +22,7 @@ def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:
     site = Path(where)
     names = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
     assert names == [
+        ".sweeper-publish",
         "README.md",
         "charts/coverage_vs_rank.png",
         "charts/pass_rate_by_stage.png",
@@ -97,6 +98,23 @@ def test_publish_to_the_hub_pushes_records_and_report(
     loaded = datasets.load_dataset("platform/trnsim-coverage", split="train")
     assert loaded.num_rows == 9
     assert sorted(loaded["model_id"])[:2] == ["org/breaks", "org/gated"]
+
+
+def test_publish_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    out = write_sweep(tmp_path / "out", sweep_records())
+    site = tmp_path / "someone-elses"
+    (site / "charts").mkdir(parents=True)
+    (site / "README.md").write_text("my project\n")
+    (site / "charts" / "logo.png").write_bytes(b"png")
+    with pytest.raises(UsageError, match="did not write; use --force"):
+        publish(out, str(site))
+    assert (site / "README.md").read_text() == "my project\n" and (site / "charts" / "logo.png").exists()
+    # Its own earlier publish may be overwritten; --force overrides the refusal.
+    publish(out, str(tmp_path / "ours"))
+    publish(out, str(tmp_path / "ours"))
+    publish(out, str(site), force=True)
+    assert (site / ".sweeper-publish").is_file() and (site / "report.md").is_file()
+    assert not any(p.name.startswith(".") and ".tmp-" in p.name for p in site.rglob("*"))
 
 
 def test_model_links_follow_hf_endpoint_without_its_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,116 @@
+"""The one redactor: secrets out of every text the sweeper writes or prints.
+
+Applied where text leaves the process: record serialisation (``ModelRecord.to_dict``,
+hence records.jsonl, records.parquet and ``sweep one --json``), ``sweep.json``, the report
+files and published copies (``sweeper.atomic``), and the CLI's stdout/stderr
+(``RedactingStream``). It removes:
+
+- Hugging Face tokens (``hf_...``);
+- the value after ``Authorization:`` and after ``Bearer`` / ``Basic``;
+- ``user:password@`` in URLs;
+- the value of every environment variable named ``*_TOKEN``, ``*_KEY``, ``*_SECRET``
+  (plus ``HF_TOKEN``-style names and the token huggingface_hub has stored), and the
+  password of any URL held in the environment (``HF_ENDPOINT=http://user:pass@host``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+from typing import Any, TextIO
+from urllib.parse import unquote, urlsplit
+
+MASK = "***"
+MIN_SECRET = 6  # shorter values ("1", "true") would mask ordinary words
+_SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+# (pattern, replacement, lower-case substrings one of which must occur for it to match):
+# the cheap substring test keeps serialising a record fast when it holds no secret.
+_PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    # Authorization: Bearer xyz / authorization=xyz / "Authorization": "Basic xyz"
+    (re.compile(r"""(?i)(authorization["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token)\s+)?[^\s"',;}]+"""), r"\g<1>" + MASK, ("authorization",)),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"), r"\g<1> " + MASK, ("bearer", "basic")),
+    (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), "hf_" + MASK, ("hf_",)),
+    # scheme://user:pass@host -> scheme://***@host
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]*@"), r"\g<1>" + MASK + "@", ("://",)),
+)
+
+
+def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
+    """Secret values in the environment (and the stored Hub token), long enough to mask."""
+    env = os.environ if environ is None else environ
+    found: set[str] = set()
+    for name, value in env.items():
+        if _SECRET_NAME.search(name) and len(value) >= MIN_SECRET:
+            found.add(value)
+        if "://" in value and "@" in value:  # a URL with credentials: its password is a secret
+            with contextlib.suppress(ValueError):
+                password = urlsplit(value.strip()).password
+                if password and len(password) >= MIN_SECRET:
+                    found.update({password, unquote(password)})
+    if environ is None:
+        found.update(_stored_hub_token())
+    return found
+
+
+def _stored_hub_token() -> set[str]:
+    """The token huggingface_hub would send (a token file too), when the client is loaded."""
+    import sys
+
+    if "huggingface_hub" not in sys.modules:  # importing the client just to redact is too slow
+        return set()
+    with contextlib.suppress(Exception):  # a broken token file must not hide the message
+        from huggingface_hub import get_token
+
+        token = get_token() or ""
+        return {token} if len(token) >= MIN_SECRET else set()
+    return set()
+
+
+@functools.lru_cache(maxsize=8)
+def _alternation(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """One pattern matching any of ``secrets``, longest first (compiled once per set)."""
+    if not secrets:
+        return None
+    return re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+
+
+def redact(text: str, secrets: set[str] | None = None) -> str:
+    """``text`` with every secret the module knows of replaced by ``***``."""
+    if len(text) < MIN_SECRET:  # too short to hold any secret or pattern
+        return text
+    found = _alternation(frozenset(env_secrets() if secrets is None else secrets))
+    if found is not None:
+        text = found.sub(MASK, text)
+    lower = text.lower()
+    for pattern, replacement, triggers in _PATTERNS:
+        if any(t in lower for t in triggers):
+            text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_obj(value: Any, secrets: set[str] | None = None) -> Any:
+    """A copy of a JSON-like value (dicts, lists, strings) with every string redacted."""
+    found = env_secrets() if secrets is None else secrets
+    if isinstance(value, str):
+        return redact(value, found)
+    if isinstance(value, dict):
+        return {k: redact_obj(v, found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_obj(v, found) for v in value]
+    return value
+
+
+class RedactingStream:
+    """A text stream that redacts each write (the CLI's stdout and stderr)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, flush, fileno, encoding, ...
+        return getattr(self._stream, name)
