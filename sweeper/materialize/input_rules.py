@@ -152,6 +152,20 @@ def _trajectories(ctx: Any, model: Any) -> None:
     ctx.inputs["attention_mask"] = torch.ones((b, s), dtype=torch.long)
 
 
+def _retrieved_contexts(ctx: Any, model: Any) -> None:
+    """Retrieval-augmented generators without a retriever take the retrieved passages
+    themselves: ``n_docs`` contexts per question (generator ids) and their scores."""
+    import torch
+
+    from sweeper.materialize.signals import token_ids
+
+    docs = int(ctx.config.n_docs)
+    ids = token_ids(ctx, (ctx.batch * docs, ctx.seq), sides=("generator",))
+    ctx.inputs["context_input_ids"] = ids
+    ctx.inputs["context_attention_mask"] = torch.ones_like(ids)
+    ctx.inputs["doc_scores"] = torch.randn((ctx.batch, docs), generator=ctx.generator)
+
+
 def _required(ctx: Any, name: str) -> bool:
     param = ctx.params.get(name)
     return param is not None and param.default is param.empty
@@ -164,6 +178,8 @@ INPUT_RULES: tuple[tuple[Any, Any], ...] = (
     (lambda ctx, model: _required(ctx, "pixel_values_videos"), _videos),
     (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
     (_is_patch_tower, _patch_tower),
+    (lambda ctx, model: {"context_input_ids", "doc_scores"} <= set(ctx.params)
+     and isinstance(getattr(ctx.config, "n_docs", None), int), _retrieved_contexts),
     (lambda ctx, model: "states" in ctx.params and hasattr(ctx.config, "state_dim"), _trajectories),
     (lambda ctx, model: _required(ctx, "inputs") or (
         "inputs" in ctx.params and getattr(model, "main_input_name", None) == "inputs"), _generic_inputs),

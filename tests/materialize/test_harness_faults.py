@@ -1,0 +1,56 @@
+"""Failures the top-1000 sweep recorded that were the materializer's own (head lookup,
+inputs, shrink), each fixed by a general rule: the model type, with the head its
+catalog row's pipeline tag picks, builds tiny and runs forward and backward on the CPU.
+
+Refs carry no config, so the type's default config is the start, as in an offline sweep.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sweeper.config import SweepConfig
+from sweeper.materialize import materialize
+from sweeper.records import ModelRef
+
+CFG = SweepConfig()
+
+
+def _ref(model_type: str, pipeline_tag: str | None) -> ModelRef:
+    return ModelRef(model_id=f"zoo/{model_type}", rank=1, pipeline_tag=pipeline_tag,
+                    library_name="transformers", model_type=model_type, source="zoo")
+
+
+def _loss(out, has_labels):
+    if has_labels and getattr(out, "loss", None) is not None:
+        return out.loss
+    values = out.values() if hasattr(out, "values") else out
+    floats = [v for v in values if torch.is_tensor(v) and v.is_floating_point() and v.requires_grad]
+    return sum(v.float().mean() for v in floats)
+
+
+def _runs_and_trains(built, why):
+    loss = _loss(built.model(**built.inputs), built.has_labels)
+    assert math.isfinite(float(loss)), why
+    loss.backward()
+    assert any(p.grad is not None for p in built.model.parameters()), why
+
+
+@pytest.mark.parametrize(
+    ("model_type", "tag", "architecture", "why"),
+    [
+        ("vitmatte", None, "VitMatteForImageMatting", "a type only in the image-matting mapping"),
+        ("vitpose", "keypoint-detection", "VitPoseForPoseEstimation", "a type only in the pose mapping"),
+        ("vision-encoder-decoder", "document-question-answering", "VisionEncoderDecoderModel",
+         "a tag the type has no head for falls back to the type's own head"),
+        ("rag", None, "RagSequenceForGeneration",
+         "a type in no auto mapping: its modeling module's classes; retrieved passages as inputs"),
+    ],
+)
+def test_types_outside_the_task_mappings_get_their_own_class(model_type, tag, architecture, why):
+    built = materialize(_ref(model_type, tag), CFG)
+    assert built.architecture == architecture, why
+    _runs_and_trains(built, why)
