@@ -154,8 +154,25 @@ def _prune_derived(config: Any, data: dict[str, Any]) -> None:
             _prune_derived(sub, value)
 
 
+def _fill_unset(d: dict[str, Any]) -> None:
+    """Sizes a model needs that a default config leaves None (real checkpoints set
+    them): a text stack's vocabulary, the experts each token is routed to. Without
+    them the default builds no model or routes to ``top_k=None`` experts."""
+    if any(isinstance(d.get(k), int) for k in rules.HIDDEN_KEYS) and "vocab_size" in d and d["vocab_size"] is None:
+        d["vocab_size"] = TINY_VOCAB
+        # Such a placeholder vocabulary names no padding id either; embeddings that
+        # derive positions from the padding read one. Sampled ids start above it.
+        if "pad_token_id" in d and d["pad_token_id"] is None:
+            d["pad_token_id"] = 0
+    if any(isinstance(d.get(k), int) and d[k] > 1 for k in rules.EXPERT_KEYS):
+        for key in rules.TOP_K_KEYS:
+            if key in d and d[key] is None:
+                d[key] = MAX_TOP_K
+
+
 def _walk(d: dict[str, Any], remap: _Remap) -> None:
     """Shrink one (sub-)config dict, then its nested sub-configs."""
+    _fill_unset(d)
     rules.apply_layer_rules(d)
     shrink_layers(d)
     parts = LEVEL_PARTS[remap.level]

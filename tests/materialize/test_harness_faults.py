@@ -54,3 +54,25 @@ def test_types_outside_the_task_mappings_get_their_own_class(model_type, tag, ar
     built = materialize(_ref(model_type, tag), CFG)
     assert built.architecture == architecture, why
     _runs_and_trains(built, why)
+
+
+def test_sizes_a_default_config_leaves_unset_are_filled():
+    from sweeper.materialize.configs import shrink_config_dict
+
+    text = shrink_config_dict({"hidden_size": 64, "vocab_size": None, "pad_token_id": None})
+    assert text["vocab_size"] > 0 and text["pad_token_id"] == 0
+    moe = shrink_config_dict({"hidden_size": 64, "n_routed_experts": 64, "num_experts_per_tok": None})
+    assert moe["num_experts_per_tok"] == 2
+    # A composite config's own vocab (its generator's is the one used) stays unset.
+    assert shrink_config_dict({"vocab_size": None, "n_docs": 5})["vocab_size"] is None
+
+
+@pytest.mark.parametrize(
+    ("model_type", "tag", "why"),
+    [
+        ("deepseek_v2", "text-generation", "the default routes to num_experts_per_tok=None experts"),
+        ("esm", "fill-mask", "the default has vocab_size and pad_token_id None"),
+    ],
+)
+def test_default_configs_with_unset_sizes_build_and_run(model_type, tag, why):
+    _runs_and_trains(materialize(_ref(model_type, tag), CFG), why)
