@@ -26,6 +26,9 @@ MAX_TOP_K = 2
 TINY_VOCAB = 1024
 # Compacted special token ids land here, below the tiny vocab, above sampled input ids.
 SPECIAL_ID_BASE = 900
+# The placeholder id given to image tokens a default config leaves unset: the last
+# slot of the tiny vocab, clear of compacted special ids and of sampled ids.
+UNSET_IMAGE_TOKEN = TINY_VOCAB - 1
 MAX_IMAGE = 256
 SHRUNK_IMAGE = 224
 
@@ -164,6 +167,12 @@ def _fill_unset(d: dict[str, Any]) -> None:
         # derive positions from the padding read one. Sampled ids start above it.
         if "pad_token_id" in d and d["pad_token_id"] is None:
             d["pad_token_id"] = 0
+    if isinstance(d.get("num_query_tokens"), int):
+        # A query-token bridge (Q-Former) scatters its queries into the text at image
+        # placeholders; a default naming no placeholder id matches none (``ids == None``).
+        for key in ("image_token_index", "image_token_id"):
+            if key in d and d[key] is None:
+                d[key] = UNSET_IMAGE_TOKEN
     if any(isinstance(d.get(k), int) and d[k] > 1 for k in rules.EXPERT_KEYS):
         for key in rules.TOP_K_KEYS:
             if key in d and d[key] is None:

@@ -166,6 +166,43 @@ def _retrieved_contexts(ctx: Any, model: Any) -> None:
     ctx.inputs["doc_scores"] = torch.randn((ctx.batch, docs), generator=ctx.generator)
 
 
+def _eos_terminated(ctx: Any, model: Any) -> None:
+    """Encoder-decoder classifiers pool the decoder state at the eos token and need the
+    same count of eos in every row: each row ends with one, as a tokenizer ends it."""
+    from sweeper.materialize.signals import token_ids
+
+    ids = token_ids(ctx, (ctx.batch, ctx.seq))
+    ids[:, -1] = int(ctx.config.eos_token_id)
+    ctx.inputs["input_ids"] = ids
+
+
+def _pools_at_eos(ctx: Any, model: Any) -> bool:
+    eos = getattr(ctx.config, "eos_token_id", None)
+    return (ctx.head_kind == "SEQUENCE_CLASSIFICATION" and "input_ids" in ctx.params
+            and bool(getattr(ctx.config, "is_encoder_decoder", False)) and isinstance(eos, int))
+
+
+def _query_placeholders(ctx: Any, model: Any) -> None:
+    """Query-token bridges (Q-Former) fill ``num_query_tokens`` image placeholders per
+    sample with their query outputs: the text carries them after its first token."""
+    from sweeper.materialize.signals import token_ids
+
+    queries = int(ctx.config.num_query_tokens)
+    ids = token_ids(ctx, (ctx.batch, ctx.seq + queries))
+    ids[:, 1 : 1 + queries] = _image_token(ctx)
+    ctx.inputs["input_ids"] = ids
+
+
+def _image_token(ctx: Any) -> int | None:
+    value = ctx.lookup("image_token_index", ("text_config",)) or ctx.lookup("image_token_id", ("text_config",))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _takes_queries(ctx: Any, model: Any) -> bool:
+    return (isinstance(getattr(ctx.config, "num_query_tokens", None), int) and _image_token(ctx) is not None
+            and {"input_ids", "pixel_values"} <= set(ctx.params))
+
+
 def _required(ctx: Any, name: str) -> bool:
     param = ctx.params.get(name)
     return param is not None and param.default is param.empty
@@ -180,6 +217,8 @@ INPUT_RULES: tuple[tuple[Any, Any], ...] = (
     (_is_patch_tower, _patch_tower),
     (lambda ctx, model: {"context_input_ids", "doc_scores"} <= set(ctx.params)
      and isinstance(getattr(ctx.config, "n_docs", None), int), _retrieved_contexts),
+    (_pools_at_eos, _eos_terminated),
+    (_takes_queries, _query_placeholders),
     (lambda ctx, model: "states" in ctx.params and hasattr(ctx.config, "state_dim"), _trajectories),
     (lambda ctx, model: _required(ctx, "inputs") or (
         "inputs" in ctx.params and getattr(model, "main_input_name", None) == "inputs"), _generic_inputs),

@@ -210,7 +210,11 @@ def _multiple(n: int, step: int) -> int:
 
 
 def _decoder_ids(ctx: InputContext) -> Any:
-    return token_ids(ctx, (ctx.batch, DECODER_LEN), sides=("decoder", "text_config"))
+    """(B, L) decoder ids; (B·codebooks, L) for a decoder over parallel audio codebooks
+    (one row per codebook, as codec-token decoders lay them out)."""
+    codebooks = _get(_get(ctx.config, "decoder"), "num_codebooks")
+    rows = ctx.batch * codebooks if isinstance(codebooks, int) and codebooks > 1 else ctx.batch
+    return token_ids(ctx, (rows, DECODER_LEN), sides=("decoder", "text_config"))
 
 
 def _pixel_mask(ctx: InputContext) -> Any:

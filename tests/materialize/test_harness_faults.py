@@ -76,3 +76,30 @@ def test_sizes_a_default_config_leaves_unset_are_filled():
 )
 def test_default_configs_with_unset_sizes_build_and_run(model_type, tag, why):
     _runs_and_trains(materialize(_ref(model_type, tag), CFG), why)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "tag", "why"),
+    [
+        ("bart", "zero-shot-classification",
+         "an encoder-decoder classifier pools at one eos per row; its decoder runs on the input ids"),
+        ("musicgen", "text-to-audio", "decoder ids laid out one row per codebook"),
+        ("blip-2", "image-text-to-text", "Q-Former queries fill image placeholders (unset in the default)"),
+        ("instructblip", "image-text-to-text", "Q-Former queries fill image placeholders (unset in the default)"),
+    ],
+)
+def test_inputs_fit_what_the_forward_reads(model_type, tag, why):
+    built = materialize(_ref(model_type, tag), CFG)
+    assert "probe" not in built.notes, why
+    _runs_and_trains(built, why)
+    vision = getattr(built.model, "vision_model", None)
+    if vision is not None:
+        # The image features reach the loss: the vision tower trains too.
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in vision.parameters()), why
+
+
+def test_a_vqa_model_that_decodes_answers_gets_answer_ids_and_labels():
+    built = materialize(_ref("blip", "visual-question-answering"), CFG)
+    assert built.architecture == "BlipForQuestionAnswering"
+    assert built.has_labels and built.inputs["labels"].shape == built.inputs["decoder_input_ids"].shape
+    _runs_and_trains(built, "answers decoded from the question and image")
