@@ -352,5 +352,7 @@ def _apply_widths(d: dict[str, Any], remap: _Remap) -> None:
             _apply_widths(value, remap)
         elif (id(d), key) in remap.touched:
             continue
+        elif key in rules.HIDDEN_KEYS and rules.is_convolutional(d):
+            continue  # a staged tower's width derives from its stages, which keep theirs
         elif isinstance(key, str) and isinstance(value, int) and rules.is_width_link_key(key) and value in remap.widths:
             d[key] = remap.widths[value]

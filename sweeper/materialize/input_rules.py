@@ -183,14 +183,32 @@ def _pools_at_eos(ctx: Any, model: Any) -> bool:
 
 
 def _query_placeholders(ctx: Any, model: Any) -> None:
-    """Query-token bridges (Q-Former) fill ``num_query_tokens`` image placeholders per
-    sample with their query outputs: the text carries them after its first token."""
+    """Query-token bridges (Q-Former, perceiver resamplers) put a fixed number of query
+    outputs per sample into the text: after its first token, at image placeholder ids
+    or at the positions an image-embedding mask marks."""
+    import torch
+
     from sweeper.materialize.signals import token_ids
 
-    queries = int(ctx.config.num_query_tokens)
+    queries = _query_count(ctx)
     ids = token_ids(ctx, (ctx.batch, ctx.seq + queries))
-    ids[:, 1 : 1 + queries] = _image_token(ctx)
+    span = slice(1, 1 + queries)
+    token = _image_token(ctx)
+    if token is not None:
+        ids[:, span] = token
+    if "image_embeds_position_mask" in ctx.params:
+        mask = torch.zeros_like(ids)
+        mask[:, span] = 1
+        ctx.inputs["image_embeds_position_mask"] = mask
     ctx.inputs["input_ids"] = ids
+
+
+def _query_count(ctx: Any) -> int | None:
+    for key in ("num_query_tokens", "latent_query_num"):
+        value = getattr(ctx.config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def _image_token(ctx: Any) -> int | None:
@@ -199,8 +217,8 @@ def _image_token(ctx: Any) -> int | None:
 
 
 def _takes_queries(ctx: Any, model: Any) -> bool:
-    return (isinstance(getattr(ctx.config, "num_query_tokens", None), int) and _image_token(ctx) is not None
-            and {"input_ids", "pixel_values"} <= set(ctx.params))
+    marked = _image_token(ctx) is not None or "image_embeds_position_mask" in ctx.params
+    return _query_count(ctx) is not None and marked and {"input_ids", "pixel_values"} <= set(ctx.params)
 
 
 def _required(ctx: Any, name: str) -> bool:

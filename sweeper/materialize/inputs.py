@@ -143,6 +143,9 @@ def _labels(ctx: InputContext, head_kind: str | None) -> dict[str, Any]:
         image = ctx.lookup("image_token_index") if ctx.lookup("image_token_id") is None else ctx.lookup("image_token_id")
         if isinstance(image, int) and not isinstance(image, bool):
             labels[labels == image] = IGNORE_INDEX  # no loss on image positions, as processors do
+        marked = inputs.get("image_embeds_position_mask")
+        if marked is not None and marked.shape == labels.shape:
+            labels[marked.bool()] = IGNORE_INDEX
         return {"labels": labels}
     if head_kind == "CTC":
         vocab = int(ctx.lookup("vocab_size", (), 32))

@@ -130,6 +130,13 @@ def input_features(ctx: InputContext) -> Any:
     sources = ctx.lookup("max_source_positions", AUDIO_SIDE)
     if isinstance(mels, int) and isinstance(sources, int):
         return torch.randn((ctx.batch, mels, 2 * sources), generator=ctx.generator)
+    if isinstance(mels, int) and isinstance(ctx.lookup("spec_size", AUDIO_SIDE), int):
+        # Spectrogram-image encoders (a square ``spec_size`` image folded from the mel
+        # frames) read (B, channels, frames, mels): one channel, four when they fuse
+        # a global view with three local crops.
+        channels = 4 if ctx.lookup("enable_fusion", AUDIO_SIDE) else 1
+        ctx.frame_axis = 2
+        return torch.randn((ctx.batch, channels, FEATURE_FRAMES, mels), generator=ctx.generator)
     per_channel = ctx.lookup("input_feat_per_channel", AUDIO_SIDE)
     size = (per_channel or 0) * int(ctx.lookup("input_channels", AUDIO_SIDE, 1) or 1)
     size = int(size or ctx.lookup("feature_size", AUDIO_SIDE) or ctx.lookup("input_feat_size", AUDIO_SIDE) or mels or 80)

@@ -103,3 +103,26 @@ def test_a_vqa_model_that_decodes_answers_gets_answer_ids_and_labels():
     assert built.architecture == "BlipForQuestionAnswering"
     assert built.has_labels and built.inputs["labels"].shape == built.inputs["decoder_input_ids"].shape
     _runs_and_trains(built, "answers decoded from the question and image")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "tag", "why"),
+    [
+        ("kosmos-2", "image-to-text", "latent queries at the positions an image-embedding mask marks"),
+        ("clap", "feature-extraction",
+         "(B, 1, frames, mels) spectrogram images; a staged audio tower keeps its derived width"),
+        ("dpt", "depth-estimation", "one layer per backbone output index, as the neck reads"),
+    ],
+)
+def test_vision_and_audio_heads_get_the_layout_they_read(model_type, tag, why):
+    built = materialize(_ref(model_type, tag), CFG)
+    assert "probe" not in built.notes and built.notes.get("shrink") == "tiny", why
+    _runs_and_trains(built, why)
+
+
+def test_backbone_output_indices_keep_one_layer_each():
+    from sweeper.materialize.configs import shrink_config_dict
+
+    out = shrink_config_dict({"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+                              "backbone_out_indices": [2, 5, 8, 11], "neck_hidden_sizes": [96, 192, 384, 768]})
+    assert out["num_hidden_layers"] == 4 and out["backbone_out_indices"] == [0, 1, 2, 3]
