@@ -18,6 +18,7 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NumericsError, SweeperError
 from sweeper.materialize import Built, materialize
+from sweeper.materialize.pristine import pristine
 from sweeper.records import ModelRef, Reason, ReasonKind
 from sweeper.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 
@@ -47,7 +48,8 @@ def load(ctx: StageContext) -> None:
     """Build the model and inputs on the CPU; keep a CPU reference output for numerics."""
     ctx.built = materialize(ctx.ref, ctx.cfg)
     if ctx.device.torch_device != "cpu" and "forward" in ctx.cfg.stages:
-        with torch.no_grad():
+        # pristine: caches the CPU forward fills stay off the model the device runs.
+        with torch.no_grad(), pristine(ctx.built.model):
             ctx.reference = _first_float(ctx.built.model(**ctx.built.inputs))
             ctx.reference = ctx.reference.detach().clone() if ctx.reference is not None else None
 

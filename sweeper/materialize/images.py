@@ -178,7 +178,9 @@ def _placeholder_inputs(
 def _forward(model: Any, inputs: dict[str, Any]) -> None:
     import torch
 
-    with torch.no_grad():
+    from sweeper.materialize.pristine import pristine
+
+    with torch.no_grad(), pristine(model):
         model(**inputs)
 
 

@@ -126,3 +126,36 @@ def test_backbone_output_indices_keep_one_layer_each():
     out = shrink_config_dict({"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
                               "backbone_out_indices": [2, 5, 8, 11], "neck_hidden_sizes": [96, 192, 384, 768]})
     assert out["num_hidden_layers"] == 4 and out["backbone_out_indices"] == [0, 1, 2, 3]
+
+
+class _Caching(torch.nn.Module):
+    """Caches a weight-derived tensor in a plain attribute, as codec codebooks do."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(3))
+        self._derived = None
+
+    def forward(self, x):
+        if self._derived is None:
+            self._derived = self.weight * 2
+        self.scratch = x.sum()
+        return x * self._derived
+
+
+def test_probe_forwards_leave_no_cached_tensors_behind():
+    from sweeper.materialize.pristine import pristine
+
+    module = _Caching()
+    with pristine(module):
+        module(torch.ones(3))
+    assert module._derived is None and not hasattr(module, "scratch")
+    module.to("meta")  # what the device move does; the cache is then built there
+    assert module(torch.ones(3, device="meta")).device.type == "meta"
+
+
+def test_a_codec_built_and_probed_on_the_cpu_keeps_no_cpu_cache():
+    built = materialize(_ref("mimi", "feature-extraction"), CFG)
+    caches = [m._embed for m in built.model.modules() if hasattr(m, "_embed")]
+    assert caches and all(c is None for c in caches), "the probe's CPU caches would not follow .to(device)"
+    _runs_and_trains(built, "mimi")
