@@ -34,7 +34,7 @@ def _loss(out, has_labels):
 
 def _runs_and_trains(built, why):
     loss = _loss(built.model(**built.inputs), built.has_labels)
-    assert math.isfinite(float(loss)), why
+    assert math.isfinite(float(loss.detach())), why
     loss.backward()
     assert any(p.grad is not None for p in built.model.parameters()), why
 
