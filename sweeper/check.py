@@ -13,7 +13,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Collection
 
-from sweeper import control, stages
+from sweeper import control, origins, stages
 from sweeper.classify import classify
 from sweeper.config import SweepConfig
 from sweeper.devices.base import Device, Recording, get_device
@@ -144,10 +144,10 @@ def _merge_recording(record: ModelRecord, recording: Recording) -> None:
 def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
     """Host-side overruns are ours; a device failure the CPU control repeats is not the device's."""
     upstream_fails = ctx.built is not None and "upstream_control" in ctx.built.notes
-    record.blockers = [control.on_host(b, upstream_fails=upstream_fails) for b in record.blockers]
+    record.blockers = [origins.on_host(b, upstream_fails=upstream_fails) for b in record.blockers]
     for name, result in record.stages.items():
         if result.reason is not None:
-            record.stages[name] = dataclasses.replace(result, reason=control.on_host(result.reason, upstream_fails=upstream_fails))
+            record.stages[name] = dataclasses.replace(result, reason=origins.on_host(result.reason, upstream_fails=upstream_fails))
     stage = control.needs_control(record, device.name)
     if stage is None or ctx.built is None:
         return

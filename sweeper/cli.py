@@ -2,7 +2,7 @@
 
     sweep --top 100 --device trnsim           run (or resume) a sweep
     sweep one MODEL --device trnsim           one model, verbose
-    sweep report OUT | diff OLD NEW | publish OUT --to DIR
+    sweep report OUT | diff OLD NEW | publish OUT --to DIR [--compare OTHER] | serve DIR
     sweep devices | catalog
 
 Bad input prints one line on stderr and exits 2; nothing is written.
@@ -87,6 +87,10 @@ def sweep(
     max_in_flight: Annotated[int | None, typer.Option("--max-in-flight", help="Ray: models submitted ahead of the finished ones.")] = None,
     memory_limit_mb: Annotated[int | None, typer.Option("--memory-limit-mb", help="A model whose worker grows past this is an oom record.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
+    hub_rpm: Annotated[float | None, typer.Option("--hub-rpm", help="Hub requests per minute for this node, all workers together.")] = None,
+    hub_tries: Annotated[int | None, typer.Option("--hub-tries", help="Tries per Hub request on 429/5xx/connection resets.")] = None,
+    max_params: Annotated[int | None, typer.Option("--max-params", help="Pretrained: skip models with more parameters (default: what memory holds).")] = None,
+    max_download_gb: Annotated[float | None, typer.Option("--max-download-gb", help="Pretrained: skip larger weight downloads (default: free disk).")] = None,
     config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
@@ -104,7 +108,8 @@ def sweep(
               trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
-              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb),
+              max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, hub_rpm=hub_rpm, hub_tries=hub_tries,
+              max_params=max_params, max_download_gb=max_download_gb),
         config_file=config,
     )
     if catalog and not source:
@@ -228,11 +233,23 @@ def diff(
 def publish(
     out: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
     to: Annotated[str, typer.Option("--to", help="A folder, or hf://datasets/ORG/NAME.")],
+    compare: Annotated[Path | None, typer.Option("--compare", help="Another sweep's folder: the page marks fixed / regressed models.")] = None,
 ) -> None:
-    """Publish a sweep: a self-contained folder, or a Hugging Face dataset."""
+    """Publish a sweep: a self-contained folder (with index.html), or a Hugging Face dataset."""
     from sweeper.report.commands import publish as do_publish
 
-    print(do_publish(out, to))
+    print(do_publish(out, to, compare=compare))
+
+
+@app.command()
+def serve(
+    folder: Annotated[Path, typer.Argument(help="A published folder (or a sweep folder) holding index.html.")],
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: any free port).")] = 8000,
+) -> None:
+    """Serve a published folder's index.html on loopback (127.0.0.1 only) for a quick look."""
+    from sweeper.report.serve import serve as do_serve
+
+    do_serve(folder, port)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,6 +48,14 @@ class SweepConfig:
     seq_len: int = 16
     max_parameters: int = 150_000_000
     hub_timeout: float = 3.0
+    # Hub traffic of the whole node (listing and every worker): requests per minute, and
+    # tries per request on 429/5xx/connection resets (sweeper.hub_http).
+    hub_rpm: float = 300.0
+    hub_tries: int = 6
+    # Pretrained weights: skip (too_large) above these; None = what this node can hold
+    # (free disk of the Hub cache, available memory). ``max_parameters`` caps built models.
+    max_params: int | None = None
+    max_download_gb: float | None = None
     atol: float = 1e-3
     # Filters (empty = no filter).
     tasks: tuple[str, ...] = ()
@@ -104,6 +112,14 @@ def validate(cfg: SweepConfig) -> SweepConfig:
         raise UsageError(f"--workers must be positive, got {cfg.workers}")
     if cfg.retries < 0:
         raise UsageError(f"--retries must be 0 or more, got {cfg.retries}")
+    if cfg.hub_rpm <= 0:
+        raise UsageError(f"--hub-rpm must be a positive number of requests per minute, got {cfg.hub_rpm}")
+    if cfg.hub_tries <= 0:
+        raise UsageError(f"--hub-tries must be 1 or more, got {cfg.hub_tries}")
+    if cfg.max_params is not None and cfg.max_params <= 0:
+        raise UsageError(f"--max-params must be a positive number of parameters, got {cfg.max_params}")
+    if cfg.max_download_gb is not None and cfg.max_download_gb <= 0:
+        raise UsageError(f"--max-download-gb must be positive, got {cfg.max_download_gb}")
     return cfg
 
 

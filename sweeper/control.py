@@ -18,12 +18,11 @@ import torch
 from sweeper import stages
 from sweeper.classify import classify
 from sweeper.devices.base import get_device
+from sweeper.origins import DISPUTABLE
 from sweeper.records import ModelRecord, Origin, Reason, ReasonKind, Stage, Status
 
 # Stages a control can rerun: load already ran on the CPU, and moving to the CPU is no test.
 CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE)
-# Origins a control can overturn: a failure already ours or the environment's stays so.
-DISPUTABLE = frozenset({Origin.DEVICE, Origin.LOWERING_TOOL, Origin.MODEL})
 # Failures nobody recognised (raised in model code, or by whatever sweeper called): the control
 # says whose they are, the device's when the CPU passes.
 UNPLACED = frozenset({ReasonKind.MODEL_ERROR, ReasonKind.UNKNOWN, ReasonKind.HARNESS})
@@ -91,19 +90,3 @@ def attribute(record: ModelRecord, control: dict[str, Any], *, upstream_fails: b
     for name, result in record.stages.items():
         if result.reason is not None:
             record.stages[name] = dataclasses.replace(result, reason=judged(result.reason))
-
-
-def on_host(reason: Reason, *, upstream_fails: bool) -> Reason:
-    """Blockers of host-side work are never the device's. Load builds the model and its
-    CPU reference on the CPU alone: what fails there is the model's when the unshrunk
-    config fails the same way, else ours. Memory or time that ran out while building,
-    tracing or lowering (load, compile) is the harness's, not the device's oom/timeout."""
-    if reason.origin not in DISPUTABLE:
-        return reason
-    if reason.stage == Stage.LOAD.value:
-        if reason.kind.value in ("oom", "timeout"):
-            return dataclasses.replace(reason, origin=Origin.HARNESS, message=f"host-side work in load: {reason.message}")
-        return dataclasses.replace(reason, origin=Origin.MODEL if upstream_fails else Origin.HARNESS)
-    if reason.stage == Stage.COMPILE.value and reason.kind.value in ("oom", "timeout"):
-        return dataclasses.replace(reason, origin=Origin.HARNESS, message=f"host-side work in compile: {reason.message}")
-    return reason

@@ -27,6 +27,9 @@ def _from_hub(model: str, cfg: SweepConfig) -> ModelRef | None:
     try:
         from huggingface_hub import model_info
 
+        from sweeper.hub_http import install
+
+        install(cfg)
         info = model_info(model, timeout=cfg.hub_timeout)
     except Exception as exc:  # unreachable Hub or unknown repo: the caller says which
         if type(exc).__name__ in ("RepositoryNotFoundError", "RevisionNotFoundError"):

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
+from sweeper.hub_http import install
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
+from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore
 from sweeper.versions import versions
@@ -46,24 +49,32 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def plan(cfg: SweepConfig) -> tuple[list[ModelRef], dict[str, Any], dict[str, Any]]:
-    """Resolve device and source and list the refs; raises UsageError on bad input."""
+def plan(cfg: SweepConfig) -> tuple[list[ModelRef] | RefStream, dict[str, Any], dict[str, Any]]:
+    """Resolve device and source and list the refs; raises UsageError on bad input.
+
+    A source that lists while the sweep runs (the Hub) comes back as a ``RefStream`` with
+    its first ref already pulled; any other source's refs come back as a list.
+    """
     device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
     ok, why = device.available()
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
+    install(cfg)  # before the first Hub request: the listing is rate limited and retried
     source = get_source(cfg)
-    seen: set[str] = set()
-    refs: list[ModelRef] = []
-    for ref in select(source.refs(), cfg):
-        if ref.key not in seen:  # a catalog listing an id twice still yields one record
-            seen.add(ref.key)
-            refs.append(ref)
-    if not refs:
+    stream = RefStream(select(source.refs(), cfg), expected=cfg.top or getattr(source, "limit", None))
+    first = stream.first()
+    if first is None:
         raise UsageError(f"no models to sweep: the {source.describe().get('name', cfg.source)} source matched nothing")
+    refs: list[ModelRef] | RefStream = stream
+    if getattr(source, "streaming", False):
+        stream.describe = source.describe
+    else:
+        refs = list(stream.todo(set()))
+        if stream.error is not None:
+            raise stream.error
     device_info = {"spec": cfg.device, "profile": device.profile_info()}
     source_info = dict(source.describe())
-    hub = settle_hub_access(cfg, refs)
+    hub = settle_hub_access(cfg, [first] if isinstance(refs, RefStream) else refs)
     if hub:
         source_info["hub"] = hub
     return refs, source_info, device_info
@@ -102,14 +113,21 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
     """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went."""
     refs, source_info, device_info = plan(cfg)
     out = cfg.out_dir
+    stream = refs if isinstance(refs, RefStream) else None
+    total = len(refs) if stream is None else stream.expected or 0
     if not quiet:
         why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
-        print(f"source: {source_info.get('name')}{why}; {len(refs)} models; device {cfg.device}; out {out}", file=sys.stderr)
+        count = f"{total} models" if stream is None else f"up to {total} models as the listing streams"
+        print(f"source: {source_info.get('name')}{why}; {count}; device {cfg.device}; out {out}", file=sys.stderr)
     store = RecordStore(out).open()
     done = store.done_keys()
-    todo = [ref for ref in refs if ref.key not in done]
-    meta = _start_meta(out, cfg, source_info, device_info, total=len(refs))
-    progress = Progress(len(todo), already_done=len(refs) - len(todo), quiet=quiet)
+    if stream is None:
+        todo: Iterable[ModelRef] = [ref for ref in refs if ref.key not in done]
+        skipped = len(refs) - len(todo)  # type: ignore[arg-type]
+    else:
+        todo, skipped = stream.todo(done), len(done)
+    meta = _start_meta(out, cfg, source_info, device_info, total=total)
+    progress = Progress(total - skipped, already_done=skipped, quiet=quiet)
     started = time.monotonic()
 
     def on_record(record: ModelRecord) -> None:
@@ -124,10 +142,16 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn = check_model, quiet: bool = F
         executor.close()
         store.close()
         progress.close()
+        if stream is not None:
+            total, skipped = stream.count, stream.skipped
+            source_info = meta["source"] = dict(stream.describe()) if stream.describe else source_info
+            meta["total"] = total
         meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
         _write_meta(out, meta)
+    if stream is not None and stream.error is not None:
+        raise stream.error  # the listing broke off: the records so far are kept, a rerun resumes
     report = _report(out) if write_report else None
-    return SweepResult(out, len(refs), progress.done, len(refs) - len(todo), report, source_info)
+    return SweepResult(out, total, progress.done, skipped, report, source_info)
 
 
 def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:

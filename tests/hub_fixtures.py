@@ -34,6 +34,8 @@ def point_client_at(url: str, monkeypatch: Any, hf_home: Path) -> None:
     monkeypatch.setenv("HF_HOME", str(hf_home))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    # The node-wide Hub request bucket (sweeper.hub_rate) lives with the test's cache.
+    monkeypatch.setenv("SWEEPER_RATE_DIR", str(hf_home / "rate"))
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     patches = {
@@ -72,6 +74,16 @@ def save_tiny_bert(folder: Path, **config_overrides: Any) -> Path:
     )
     BertForMaskedLM(config).save_pretrained(folder)
     return folder
+
+
+def add_huge_repo(server: HubServer, bert_folder: Path, repo_id: str = "org/huge", **meta: Any) -> None:
+    """A sharded repo whose index and file sizes declare 140 GB (served as placeholders)."""
+    shards = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    index = {"metadata": {"total_size": 140_000_000_000}, "weight_map": {"a.weight": shards[0], "b.weight": shards[1]}}
+    files = {"config.json": (bert_folder / "config.json").read_bytes(),
+             "model.safetensors.index.json": json.dumps(index).encode(), **{s: b"placeholder" for s in shards}}
+    server.add_repo(repo_id, files, declared_sizes=dict.fromkeys(shards, 70_000_000_000),
+                    safetensors={"parameters": {"BF16": 70_000_000_000}, "total": 70_000_000_000}, **meta)
 
 
 @contextlib.contextmanager

@@ -69,7 +69,8 @@ def _repo_info(server: HubServer, req: Request, m: re.Match[str]) -> None:
     kind = {"models": "model", "datasets": "dataset", "spaces": "space"}[m["kind"]]
     repo = _find(server, req, m, kind)
     if repo is not None and _revision_ok(req, repo, m["rev"]):
-        req.send_json(repo.info(full=True))
+        blobs = (req.query.get("blobs") or ["false"])[0].lower() in ("1", "true")
+        req.send_json(repo.info(full=True, blobs=blobs))
 
 
 def _gate(req: Request, repo: Repo) -> bool:

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from hub_faults import FaultPlan
+
 Handler = Callable[["Request", "re.Match[str]"], None]
 # Files served through the large-file (LFS) path: a redirect plus X-Linked-* headers.
 LFS_SUFFIXES = (".safetensors", ".bin", ".parquet", ".pt", ".h5")
@@ -47,6 +49,10 @@ class Repo:
     gated: str | bool = False
     granted: set[str] = field(default_factory=set)
     sha: str = ""
+    # Sizes the Hub reports for files, over their real length (a 70 GB shard served as a
+    # few bytes), and the Hub's safetensors summary; by default read from the files.
+    declared_sizes: dict[str, int] = field(default_factory=dict)
+    safetensors: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.sha:
@@ -67,8 +73,8 @@ class Repo:
         data = json.loads(raw)
         return {k: data[k] for k in ("model_type", "architectures", "auto_map") if k in data}
 
-    def info(self, *, full: bool) -> dict[str, Any]:
-        """The JSON the Hub answers for this repo (``full`` adds siblings)."""
+    def info(self, *, full: bool, blobs: bool = False) -> dict[str, Any]:
+        """The JSON the Hub answers for this repo (``full`` adds siblings, ``blobs`` sizes)."""
         out: dict[str, Any] = {
             "_id": self.sha[:24], "id": self.repo_id, "author": self.repo_id.partition("/")[0] or None,
             "sha": self.sha, "downloads": self.downloads, "likes": self.likes,
@@ -80,7 +86,20 @@ class Repo:
         if config is not None:
             out["config"] = config
         if full:
-            out["siblings"] = [{"rfilename": name} for name in sorted(self.files)]
+            out["siblings"] = [self._sibling(name, blobs=blobs) for name in sorted(self.files)]
+            summary = self.safetensors if self.safetensors is not None else safetensors_summary(self.files)
+            if summary is not None:
+                out["safetensors"] = summary
+        return out
+
+    def _sibling(self, name: str, *, blobs: bool) -> dict[str, Any]:
+        if not blobs:
+            return {"rfilename": name}
+        data = self.files[name]
+        size = self.declared_sizes.get(name, len(data))
+        out: dict[str, Any] = {"rfilename": name, "size": size, "blobId": hashlib.sha1(data).hexdigest()}
+        if name.endswith(LFS_SUFFIXES):
+            out["lfs"] = {"size": size, "sha256": sha256_hex(data), "pointerSize": 134}
         return out
 
 
@@ -122,9 +141,9 @@ class Request:
     def send_json(self, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
         self.send(status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})
 
-    def error(self, status: int, code: str, message: str) -> None:
+    def error(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         """An error the way the Hub sends it: X-Error-Code/X-Error-Message and a JSON body."""
-        headers = {"X-Error-Code": code, "X-Error-Message": message}
+        headers = {"X-Error-Code": code, "X-Error-Message": message, **(headers or {})}
         self.send_json({"error": message}, status=status, headers=headers)
 
 
@@ -139,6 +158,7 @@ class HubServer:
         self.auth_seen: list[str] = []  # Authorization headers received, to check tokens are sent
         self.lfs_objects: dict[str, bytes] = {}  # uploaded large files by sha256, until committed
         self.lock = threading.Lock()
+        self.faults = FaultPlan()  # misbehaviour applied before the routes (hub_faults.py)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         from hub_routes import add_read_routes
@@ -232,7 +252,8 @@ def _make_handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
         def _any(self) -> None:
             request = Request(self, server)
             try:
-                server.dispatch(request)
+                if not server.faults.apply(request):
+                    server.dispatch(request)
             except Exception as exc:  # noqa: BLE001 - a bug in a route must show up as a 500, not a hang
                 request.error(500, "ServerError", f"{type(exc).__name__}: {exc}")
 
@@ -247,6 +268,26 @@ def _make_handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
             pass  # quiet: the test output is for the tests
 
     return _Handler
+
+
+def safetensors_summary(files: dict[str, bytes]) -> dict[str, Any] | None:
+    """The Hub's ``safetensors`` field: parameters per dtype over the repo's .safetensors."""
+    counts: dict[str, int] = {}
+    for name, data in files.items():
+        if not name.endswith(".safetensors") or len(data) < 8:
+            continue
+        length = int.from_bytes(data[:8], "little")
+        try:
+            header = json.loads(data[8 : 8 + length])
+        except ValueError:
+            continue  # a placeholder, not a real safetensors file
+        for key, tensor in header.items():
+            if key != "__metadata__":
+                count = 1
+                for dim in tensor["shape"]:
+                    count *= dim
+                counts[tensor["dtype"]] = counts.get(tensor["dtype"], 0) + count
+    return {"parameters": counts, "total": sum(counts.values())} if counts else None
 
 
 def sha256_hex(data: bytes) -> str:

@@ -38,9 +38,8 @@ def failure_record(
     sweep_id: str = "",
 ) -> ModelRecord:
     """The record for a model whose worker crashed, hung or ran out of memory."""
+    from sweeper.origins import on_host
     from sweeper.repro import repro_command
-
-    from sweeper.control import on_host
 
     reason = on_host(Reason(kind=kind, message=message, stage=stage), upstream_fails=False)
     record = base_record(ref, sweep_id=sweep_id, device=cfg.device, status=status, weights=cfg.weights, dtype=cfg.dtype)

@@ -3,8 +3,9 @@
 ``fetch_config`` serves ``--weights random`` / ``tiny`` when a Hub config is wanted;
 ``load_pretrained`` serves ``--weights pretrained``. Weights are loaded from safetensors
 only (pickled ``.bin`` checkpoints can run code when loaded), config and weights come from
-one pinned commit, and repos whose config names remote code (``auto_map``) are refused
-unless the sweep trusts remote code.
+one pinned commit, repos whose config names remote code (``auto_map``) are refused
+unless the sweep trusts remote code, and weights over the size limits (``sizes``) are
+refused before they are downloaded.
 
 Failures keep the types ``classify`` reads: huggingface_hub's own errors pass through
 unwrapped (``GatedRepoError``, ``RepositoryNotFoundError``, ``RevisionNotFoundError``,
@@ -25,6 +26,7 @@ from sweeper.errors import (
     SweeperError,
     UnsupportedLibraryError,
 )
+from sweeper.hub_http import install
 from sweeper.records import ModelRef, ReasonKind
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ def fetch_config(ref: ModelRef, cfg: SweepConfig) -> dict[str, Any] | None:
 
     from sweeper.sources.hub import endpoint
 
+    install(cfg)
     try:
         with _hub_errors(ref):
             path = hf_hub_download(ref.model_id, "config.json", revision=ref.revision, endpoint=endpoint())
@@ -84,13 +87,20 @@ def load_pretrained(ref: ModelRef, cfg: SweepConfig, head_class: type) -> torch.
     """``head_class.from_pretrained`` on the repo's safetensors weights, at one commit."""
     import torch
 
-    revision, weight_files = _pin_revision(ref)
+    from sweeper.materialize.sizes import check_size
+
+    install(cfg)
+    info = _repo_info(ref)
+    revision = (info.sha if info is not None else None) or ref.revision
     pinned = ModelRef.from_dict({**ref.to_dict(), "revision": revision})
     config = fetch_config(pinned, cfg)
     if config is None:
         raise UnsupportedLibraryError(f"{ref.model_id} has no config.json; not a transformers model")
-    if weight_files is not None and not any(name.endswith(".safetensors") for name in weight_files):
-        raise UnsafeWeightsError(f"{ref.model_id} has no safetensors weights (pickled checkpoints are not loaded)")
+    if info is not None and info.siblings is not None:
+        if not any(s.rfilename.endswith(".safetensors") for s in info.siblings):
+            raise UnsafeWeightsError(f"{ref.model_id} has no safetensors weights (pickled checkpoints are not loaded)")
+        with _hub_errors(ref):
+            check_size(pinned, info, revision, cfg)  # before any weights are downloaded
     with _hub_errors(ref):
         model = head_class.from_pretrained(
             ref.model_id,
@@ -102,22 +112,20 @@ def load_pretrained(ref: ModelRef, cfg: SweepConfig, head_class: type) -> torch.
     return model
 
 
-def _pin_revision(ref: ModelRef) -> tuple[str | None, list[str] | None]:
-    """The commit to load (so config and weights match) and the repo's file names.
+def _repo_info(ref: ModelRef) -> Any:
+    """The repo's ``ModelInfo`` with file sizes: its commit pins config and weights together.
 
-    Offline, the Hub cannot be asked: the ref's revision is used as is and files are
-    checked by transformers against the local cache.
+    Offline, the Hub cannot be asked (``None``): the ref's revision is used as is and files
+    are checked by transformers against the local cache.
     """
     from huggingface_hub import HfApi
 
     from sweeper.sources.hub import endpoint, hub_offline
 
     if hub_offline():
-        return ref.revision, None
+        return None
     with _hub_errors(ref):
-        info = HfApi(endpoint=endpoint()).model_info(ref.model_id, revision=ref.revision)
-    files = [s.rfilename for s in info.siblings] if info.siblings is not None else None
-    return info.sha or ref.revision, files
+        return HfApi(endpoint=endpoint()).model_info(ref.model_id, revision=ref.revision, files_metadata=True)
 
 
 # Hub client errors that mean "no answer and nothing cached", not "the Hub said no".

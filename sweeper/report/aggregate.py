@@ -193,18 +193,14 @@ def _per_item(data: SweepData, long: pd.DataFrame, item: str, extra: dict | None
 
 
 def builds(data: SweepData) -> dict[str, Any]:
-    """Where configs came from, and how many distinct builds the models are. Models built
-    from their type's default config (the Hub unreachable, or the zoo) with the same head
-    class are one build: a finding about one of them is a finding about all."""
+    """Where configs came from, and how many distinct builds the models are (see
+    ``load.build_keys``): a finding about one model of a build is a finding about all."""
     m = data.models
     sources = m["config_source"].fillna("unknown").astype(str)
-    by_source = {k: int(v) for k, v in sorted(sources.value_counts().items())}
-    default = sources.str.startswith("default").to_numpy()
-    keys = m["model_type"].fillna("?").astype(str) + "::" + m["architecture"].fillna("?").astype(str)
-    distinct = int(keys[default].nunique()) + int((~default).sum())
+    default = sources.str.startswith("default")
     return {
-        "config_sources": by_source,
+        "config_sources": {k: int(v) for k, v in sorted(sources.value_counts().items())},
         "default_config_models": int(default.sum()),
-        "distinct_builds": distinct,
-        "default_config_builds": int(keys[default].nunique()),
+        "distinct_builds": int(m["build"].nunique()),
+        "default_config_builds": int(m["build"][default].nunique()),
     }

@@ -7,7 +7,9 @@ inside one table cell and never as markup.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
@@ -60,12 +62,27 @@ def code(text: object, limit: int | None = None) -> str:
     return f"{fence}{pad}{s.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
+def hub_url() -> str:
+    """The Hub that model ids link to: ``HF_ENDPOINT`` (a mirror) when set, with any
+    user:password part removed, else huggingface.co."""
+    return _hub_url(os.environ.get("HF_ENDPOINT") or "")
+
+
+@functools.lru_cache(maxsize=8)
+def _hub_url(_env: str) -> str:
+    from sweeper.sources.hub import shown_endpoint
+
+    url = shown_endpoint().rstrip("/")
+    # Only a plain http(s) URL goes into a link; anything else falls back to the Hub.
+    return url if re.match(r"^https?://[^\s()<>\[\]\\\"']+$", url) else "https://huggingface.co"
+
+
 def model_link(model_id: str, *, link: bool = True) -> str:
-    """The model id, linked to its Hub page when it looks like a Hub repo id."""
+    """The model id, linked to its page on the Hub (``hub_url``) when it looks like a Hub repo id."""
     text = md(model_id)
     if link and _HUB_ID.match(model_id or ""):
         target = model_id if model_id.isascii() else quote(model_id, safe="/")  # ASCII ids that match are URL-safe
-        return f"[{text}](https://huggingface.co/{target})"
+        return f"[{text}]({hub_url()}/{target})"
     return text
 
 

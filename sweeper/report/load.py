@@ -89,6 +89,15 @@ def category(status: str, origins: list[str]) -> str:
     return found or "harness"  # a failure with no reason recorded is ours to explain
 
 
+def build_keys(models: pd.DataFrame) -> pd.Series:
+    """What each model is as a build: models made from their type's default config (the
+    zoo, or the Hub unreachable) with the same head class are one build; any other model
+    is its own."""
+    default = models["config_source"].fillna("").astype(str).str.startswith("default")
+    shared = "type:" + models["model_type"].fillna("?").astype(str) + "::" + models["architecture"].fillna("?").astype(str)
+    return shared.where(default, "model:" + models["key"].astype(str))
+
+
 def origin_of(blocker: dict) -> str:
     """A blocker's origin: as recorded, else its kind's (records written before origins)."""
     origin = blocker.get("origin")
@@ -213,6 +222,7 @@ def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_l
         models = models.sort_values(["rank", "key"], na_position="last", kind="stable")
     order = models.index.tolist()
     models = models.reset_index(drop=True)
+    models["build"] = build_keys(models)
     row_of = {key: i for i, key in enumerate(models["key"].tolist())}
     return SweepData(
         models=models,

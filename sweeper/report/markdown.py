@@ -171,7 +171,7 @@ def links_to_hub(a: Analysis) -> bool:
     return ((a.data.meta.get("source") or {}).get("name") or "") != "zoo"
 
 
-def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
+def render(a: Analysis, *, charts: list[str]) -> str:
     """The whole report.md text."""
     w = a.weighted
     link = links_to_hub(a)
@@ -223,17 +223,24 @@ def render(a: Analysis, *, charts: list[str], models_file: str | None) -> str:
     ]
     if charts:
         parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
-    parts += ["## Models", models_section(a, link=link, models_file=models_file)]
+    parts += ["## Failing models", models_section(a, link=link)]
     return "\n\n".join(parts) + "\n"
 
 
-def models_section(a: Analysis, *, link: bool, models_file: str | None) -> str:
-    """The per-model table, collapsed; past ``MODEL_ROWS`` the full one is a separate file."""
+def models_section(a: Analysis, *, link: bool) -> str:
+    """The failing models by rank, at most ``MODEL_ROWS`` of them, collapsed; every model
+    is in index.html (searchable) and records.parquet."""
     m = a.data.models
-    shown = m.head(sections.MODEL_ROWS)
+    failing = m[~m["category"].isin(["pass", "environment", "skip"])]  # device, lowering tool, harness, model
+    pointer = (
+        f"All {num(len(m))} models, searchable by id, model type or op: [index.html](index.html) "
+        "(open it in a browser, or `sweep serve` this folder); every record: [records.parquet](records.parquet)."
+    )
+    if failing.empty:
+        return f"_No model failed._ {pointer}"
+    shown = failing.head(sections.MODEL_ROWS)
     body = sections.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
-    label = f"{num(len(shown))} models by rank"
-    text = details(label, body)
-    if models_file:
-        text = f"The first {num(len(shown))} of {num(len(m))} models; all of them: [{models_file}]({models_file}).\n\n" + text
-    return text
+    label = f"{num(len(shown))} failing models by rank"
+    if len(failing) > len(shown):
+        label = f"the first {num(len(shown))} of {num(len(failing))} failing models by rank"
+    return pointer + "\n\n" + details(label, body)

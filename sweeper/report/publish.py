@@ -1,9 +1,9 @@
 """``sweep publish OUT --to DIR | hf://datasets/ORG/NAME``.
 
-A folder gets everything a reader needs: report.md (and
-models.md for large sweeps), charts, summary.json, records.parquet, sweep.json and a
-dataset card (README.md) whose front matter points the Hub's viewer at the Parquet file.
-On the Hub, the records go up as a ``datasets`` dataset, the report files beside them.
+A folder gets everything a reader needs: index.html (the searchable page), report.md,
+charts, summary.json, records.parquet, sweep.json and a dataset card (README.md) whose
+front matter points the Hub's viewer at the Parquet file. On the Hub, the records go up
+as a ``datasets`` dataset, the report files (records.parquet too) beside them.
 """
 
 from __future__ import annotations
@@ -22,24 +22,36 @@ from sweeper.report.meta import SWEEP_FILE, read_meta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"
-REPORT_FILES = (commands.REPORT_FILE, commands.MODELS_FILE, commands.SUMMARY_FILE, commands.PARQUET_FILE, SWEEP_FILE)
+# models.md is never written now: listed so that a stale copy in DEST is removed.
+REPORT_FILES = (commands.REPORT_FILE, commands.PAGE_FILE, commands.MODELS_FILE, commands.SUMMARY_FILE,
+                commands.PARQUET_FILE, SWEEP_FILE)  # fmt: skip
+HUB_FILES = ["README.md", "*.md", "*.json", "*.html", commands.PARQUET_FILE, "charts/*.png"]
 
 
 COLUMNS_NOTE = (
     "Columns: `key`, `model_id`, `rank`, `downloads`, `pipeline_tag`, `model_type`, `status` "
-    "(pass/fail/skip/timeout/crash/error), `category` (pass/fail/environment/skip), `reason_*` (first "
-    "blocker), `stage_*` (pass/fail/blocked/skip per stage), `blockers`, `fallback_ops`, "
+    "(pass/fail/skip/timeout/crash/error), `category` (pass/device/lowering_tool/harness/model/environment/skip: "
+    "whose the model's blockers are), `reason_*` (first blocker, with its `reason_origin`), `stage_*` "
+    "(pass/fail/blocked/skip per stage), `blockers` (kind, op, message, origin, stage), `fallback_ops`, "
     "`graph_break_reasons`, `compile_problems`, `repro` (the command that reruns one model)."
 )
 
 
-def publish_folder(out_dir: Path, dest: Path) -> str:
-    """Rebuild the report from the records and copy it, with a dataset card, to ``dest``."""
+def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None) -> str:
+    """Rebuild the report from the records and copy it, with a dataset card, to ``dest``;
+    with ``compare`` (another sweep's folder) the page marks fixed / regressed models."""
     out_dir, dest = Path(out_dir), Path(dest)
     if dest.resolve() == out_dir.resolve():
         raise UsageError(f"--to must be another folder than the sweep folder {out_dir}")
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"--to {dest} exists and is not a folder")
+    old = None
+    if compare is not None:  # read first: a bad --compare leaves DEST untouched
+        from sweeper.report.load import read_sweep
+
+        if Path(compare).resolve() == out_dir.resolve():
+            raise UsageError(f"--compare must name another sweep than {out_dir}")
+        old = read_sweep(Path(compare))
     commands.write_report(out_dir)
     dest.mkdir(parents=True, exist_ok=True)
     for name in REPORT_FILES:
@@ -51,9 +63,26 @@ def publish_folder(out_dir: Path, dest: Path) -> str:
     shutil.rmtree(charts, ignore_errors=True)
     if (out_dir / commands.CHARTS_DIR).is_dir():
         shutil.copytree(out_dir / commands.CHARTS_DIR, charts)
+    if old is not None:
+        sweep_id = old.meta.get("sweep_id")
+        compared_page(out_dir, old, dest, label=f"{Path(compare).name} (sweep {sweep_id})" if sweep_id else Path(compare).name)
     summary = json.loads((out_dir / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
     (dest / "README.md").write_text(dataset_card(summary, read_meta(out_dir)), encoding="utf-8")
     return str(dest)
+
+
+def compared_page(out_dir: Path, old: Any, dest: Path, *, label: str) -> Path:
+    """Write ``dest/index.html`` for ``out_dir`` with each model's change against ``old``
+    (another sweep's ``SweepData``, named ``label`` on the page)."""
+    from sweeper.report.analysis import analyse
+    from sweeper.report.diff import compare
+    from sweeper.report.load import read_sweep
+    from sweeper.report.markdown import CHART_TITLES
+    from sweeper.report.page import write_page
+
+    new = read_sweep(out_dir)
+    charts = [c for c in CHART_TITLES if (dest / commands.CHARTS_DIR / c).is_file()]
+    return write_page(analyse(new), dest, charts=charts, compare=compare(old, new), compare_name=str(label))
 
 
 def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: str = commands.PARQUET_FILE) -> str:
@@ -114,7 +143,7 @@ def records_dataset(out_dir: Path) -> Any:
     return datasets.Dataset(InMemoryTable(to_arrow(read_sweep(Path(out_dir)))))
 
 
-def publish_hub(out_dir: Path, to: str) -> str:
+def publish_hub(out_dir: Path, to: str, *, compare: Path | None = None) -> str:
     """Push the records as a dataset to ``hf://datasets/ORG/NAME``, the report beside them."""
     match = HUB_TARGET.match(to)
     if not match:
@@ -124,7 +153,7 @@ def publish_hub(out_dir: Path, to: str) -> str:
 
     dataset = records_dataset(out_dir)
     with tempfile.TemporaryDirectory() as tmp:
-        publish_folder(out_dir, Path(tmp))
+        publish_folder(out_dir, Path(tmp), compare=compare)
         # push_to_hub stores the records under data/: the card must point there.
         summary = json.loads((Path(tmp) / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
         card = dataset_card(summary, read_meta(out_dir), data_files=HUB_DATA_FILES)
@@ -135,7 +164,7 @@ def publish_hub(out_dir: Path, to: str) -> str:
                 folder_path=tmp,
                 repo_id=repo_id,
                 repo_type="dataset",
-                allow_patterns=["README.md", "*.md", "*.json", "charts/*.png"],
+                allow_patterns=HUB_FILES,
                 commit_message="Sweep report",
             )
         except (OSError, ValueError) as exc:  # HTTP errors subclass OSError in huggingface_hub

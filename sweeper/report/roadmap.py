@@ -28,7 +28,7 @@ MODELS_PER_OP = 50
 
 def model_info(data: SweepData) -> pd.DataFrame:
     """The model columns a long table joins by ``row``."""
-    return data.models[["key", "model_id", "downloads", "rank"]]
+    return data.models[["key", "model_id", "downloads", "rank", "build"]]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def feature_ranking(data: SweepData) -> pd.DataFrame:
 
 def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataFrame:
     """Ops ranked by downloads blocked: models blocked, and what lowering it alone frees."""
-    cols = ["op", "kinds", "models", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
+    cols = ["op", "kinds", "models", "builds", "downloads", "unlocked_models", "unlocked_downloads", "examples"]
     bl = data.blockers
     b = bl[data.failing_rows(bl) & op_blockers(bl)]
     if b.empty:
@@ -106,6 +106,7 @@ def op_ranking(data: SweepData, sigs: list[Signature] | None = None) -> pd.DataF
             unlocked_m[op] += sig.models
             unlocked_w[op] += sig.weight
     out["kinds"] = out["op"].map(kinds)
+    out["builds"] = out["op"].map(pairs.groupby("op")["build"].nunique())
     out["unlocked_models"] = out["op"].map(lambda o: unlocked_m.get(o, 0))
     out["unlocked_downloads"] = out["op"].map(lambda o: unlocked_w.get(o, 0) if data.has_downloads else 0)
     order = ["downloads", "models", "unlocked_downloads", "op"]

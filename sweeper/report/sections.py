@@ -26,12 +26,12 @@ from sweeper.report.escape import (
 )
 
 SHOWN = 20  # rows shown before the rest collapses
-MODEL_ROWS = 1000  # per-model rows inline in report.md; more go to models.md
+MODEL_ROWS = 100  # failing models listed in report.md; index.html lists every model
 MARKS = {"pass": "✅", "fail": "❌", "blocked": "⛔", "skip": "⏭"}
 MESSAGE_CHARS = 120
 
 
-RIGHT = {"#", "k", "rank", "models", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
+RIGHT = {"#", "k", "rank", "models", "distinct builds", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
          "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing"}  # fmt: skip
 
 
@@ -68,14 +68,18 @@ def _rows(frame: pd.DataFrame, cells: Callable[[Any], list[Any]], headers: list[
 
 
 def roadmap_ops(ops: pd.DataFrame, *, weighted: bool, link: bool) -> str:
-    """Ops ranked by the downloads they block."""
-    headers = ["#", "op", "kinds", "models blocked", "downloads blocked", "only blocker of", "downloads freed", "examples"]
+    """Ops ranked by the downloads they block (with the distinct builds behind the models
+    when some were built from their type's default config)."""
+    headers = ["#", "op", "kinds", "models blocked", "distinct builds", "downloads blocked", "only blocker of",
+               "downloads freed", "examples"]  # fmt: skip
 
     def cells(r: Any) -> list[Any]:
-        return [0, code(r.op), md(r.kinds), num(r.models), compact(r.downloads), num(r.unlocked_models),
+        return [0, code(r.op), md(r.kinds), num(r.models), num(r.builds), compact(r.downloads), num(r.unlocked_models),
                 compact(r.unlocked_downloads), examples(r.examples, link)]  # fmt: skip
 
     keep = _dl(weighted, headers)
+    if (ops["builds"] == ops["models"]).all():
+        keep = [h for h in keep if h != "distinct builds"]
     rows = _rows(ops, cells, headers, keep)
     for i, row in enumerate(rows, 1):
         row[0] = i

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sweeper.errors import UsageError
+from sweeper.hub_http import install
 from sweeper.records import ModelRef
 from sweeper.sources.base import Source, register_source
 from sweeper.sources.catalog import CatalogSource
@@ -29,6 +30,7 @@ class AutoSource:
 
     def __init__(self, cfg: SweepConfig) -> None:
         self.cfg = cfg
+        install(cfg)
         start = time.monotonic()
         problem = probe(cfg.hub_timeout)
         if problem is None:
@@ -39,6 +41,11 @@ class AutoSource:
             self.inner, self.why = _offline_choice(cfg, f"Hub unreachable ({problem})")
 
     @property
+    def streaming(self) -> bool:
+        """Whether refs arrive while the listing is still running (the Hub's do)."""
+        return bool(getattr(self.inner, "streaming", False))
+
+    @property
     def name(self) -> str:
         """The name of the source actually used (hub, catalog or zoo)."""
         return self.inner.name
@@ -47,7 +54,7 @@ class AutoSource:
         """The chosen source's refs; a Hub listing failure falls back before any ref."""
         if isinstance(self.inner, HubSource):
             try:
-                self.inner.fetch()
+                self.inner.start()
             except HubListingError as exc:
                 self.inner, self.why = _offline_choice(self.cfg, f"Hub listing failed ({exc})")
         yield from self.inner.refs()

@@ -1,8 +1,10 @@
 """The ``hub`` source: the live Hub listing, most downloaded first.
 
-``huggingface_hub.list_models(sort="downloads")`` against ``HF_ENDPOINT`` (read when the
-source runs, so a mirror set after import still counts). A complete listing is saved as
-a snapshot (``sweeper.sources.snapshots``) for later offline runs. ``HF_TOKEN`` is sent
+The Hub's ``/api/models?sort=downloads`` pages against ``HF_ENDPOINT`` (read when the
+source runs, so a mirror set after import still counts), streamed: refs are yielded as
+each page arrives and journaled with the listing's cursor, so an interrupted listing
+continues on rerun (``sweeper.sources.hub_listing``). A complete listing is saved as a
+snapshot (``sweeper.sources.snapshots``) for later offline runs. ``HF_TOKEN`` is sent
 to the endpoint by the client as usual, but it is never put into refs, snapshots,
 ``describe()`` or error messages: ``redact`` scrubs it from any text that leaves here.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -20,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sweeper.errors import UsageError
+from sweeper.hub_http import install
 from sweeper.records import ModelRef
 from sweeper.sources.base import register_source
-from sweeper.sources.snapshots import save_snapshot
+from sweeper.sources.hub_listing import ListingJournal, Page, list_pages
+from sweeper.sources.snapshots import ref_from_row, snapshot_dir, snapshot_row
 
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
@@ -107,44 +112,95 @@ def listing_limit(cfg: SweepConfig) -> int:
 
 
 class HubSource:
-    """Refs from the live Hub listing; the listing is fetched once, on first use."""
+    """Refs from the live Hub listing, streamed page by page as the Hub answers.
+
+    ``start`` probes the Hub and reads the first page (so an unreachable Hub fails before
+    any ref); ``refs`` then yields each page's refs as it arrives while the listing is
+    journaled (``hub_listing``), so a rerun after an interruption continues from the
+    cursor. The complete listing becomes the day's snapshot.
+    """
 
     name = "hub"
+    streaming = True
 
     def __init__(self, cfg: SweepConfig, *, limit: int | None = None, save: bool = True) -> None:
+        install(cfg)
         self.limit = limit if limit is not None else listing_limit(cfg)
         self.hub_timeout = cfg.hub_timeout
         self.save = save
         self._refs: list[ModelRef] | None = None
+        self._pending: Iterator[ModelRef] | None = None
         self._snapshot: Path | None = None
         self._seconds: float | None = None
+        self.resumed = 0  # rows read back from an interrupted listing
+
+    def start(self) -> None:
+        """Open the listing (once): raises ``HubListingError`` when the Hub does not answer."""
+        if self._refs is not None or self._pending is not None:
+            return
+        if hub_offline():
+            raise HubListingError("the Hub source needs network, but HF_HUB_OFFLINE is set")
+        # The listing client retries connection errors for ~20 s; a quick probe first
+        # makes an unreachable Hub fail fast and with a clear reason.
+        problem = probe(self.hub_timeout)
+        if problem is not None:
+            raise HubListingError(f"Hub unreachable ({problem})")
+        stream = self._stream()
+        first = next(stream, None)
+        if first is None:
+            raise HubListingError(f"Hub listing from {shown_endpoint()} returned no models")
+        self._pending = itertools.chain([first], stream)
 
     def fetch(self) -> list[ModelRef]:
-        """List the Hub now (once); raises ``HubListingError`` when it does not answer."""
+        """The whole listing (listed now, once); raises ``HubListingError``."""
         if self._refs is None:
-            if hub_offline():
-                raise HubListingError("the Hub source needs network, but HF_HUB_OFFLINE is set")
-            # The listing client retries connection errors for ~20 s; a quick probe first
-            # makes an unreachable Hub fail fast and with a clear reason.
-            problem = probe(self.hub_timeout)
-            if problem is not None:
-                raise HubListingError(f"Hub unreachable ({problem})")
-            start = time.monotonic()
-            try:
-                refs = list(_list_refs(self.limit))
-            except Exception as exc:  # noqa: BLE001 - every client failure means "no listing"; say which
-                raise HubListingError(f"Hub listing from {shown_endpoint()} failed: {one_line(exc)}") from None
-            if not refs:
-                raise HubListingError(f"Hub listing from {shown_endpoint()} returned no models")
-            self._seconds = time.monotonic() - start
-            self._refs = refs
-            if self.save:
-                self._snapshot = save_snapshot(refs)
+            for _ in self.refs():
+                pass
+        assert self._refs is not None
         return self._refs
 
     def refs(self) -> Iterator[ModelRef]:
-        """Yield the listed refs, rank 1 first."""
-        yield from self.fetch()
+        """Yield the listed refs, rank 1 first, as the pages arrive."""
+        if self._refs is not None:
+            yield from self._refs
+            return
+        self.start()
+        assert self._pending is not None
+        pending, self._pending = self._pending, None
+        yield from pending
+
+    def _stream(self) -> Iterator[ModelRef]:
+        """Refs page by page; the journal keeps them and the cursor as they stream."""
+        start = time.monotonic()
+        params = {"sort": "downloads", "limit": self.limit, "expand": _EXPAND}
+        journal = ListingJournal(snapshot_dir(), f"{endpoint()} {sorted(params.items())!r}") if self.save else None
+        rows, next_url = journal.resume() if journal is not None else ([], None)
+        self.resumed = len(rows)
+        refs = [ref_from_row(row) for row in rows]
+        yield from refs
+        if next_url is None and rows:  # a journal without a cursor: nothing more to list
+            return
+        url, query = (next_url, None) if next_url else (f"{endpoint()}/api/models", params)
+        for page in _pages(url, query, listed=len(refs)):
+            fresh = [_to_ref(item, rank) for rank, item in enumerate(page.items, start=len(refs) + 1)]
+            fresh = fresh[: max(0, self.limit - len(refs))]
+            done = page.next_url is None or len(refs) + len(fresh) >= self.limit
+            if journal is not None:
+                journal.append([snapshot_row(ref) for ref in fresh], None if done else page.next_url)
+            refs.extend(fresh)
+            if done:
+                # Before the last refs go out: a consumer that stops at --top never resumes us.
+                self._finish(refs, journal, time.monotonic() - start)
+            yield from fresh
+            if done:
+                return
+
+    def _finish(self, refs: list[ModelRef], journal: ListingJournal | None, seconds: float) -> None:
+        """The listing is whole: keep it, and make it the day's snapshot."""
+        self._seconds = seconds
+        self._refs = refs
+        if journal is not None and refs:
+            self._snapshot = journal.finish()
 
     def describe(self) -> dict[str, str]:
         """The endpoint, and once listed: how many models, when, and the snapshot saved."""
@@ -153,27 +209,45 @@ class HubSource:
             out["rows"] = str(len(self._refs))
             out["snapshot_date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()
             out["seconds"] = f"{self._seconds:.2f}"
+        if self.resumed:
+            out["resumed_rows"] = str(self.resumed)
         if self._snapshot is not None:
             out["snapshot"] = str(self._snapshot)
         return out
 
 
-def _list_refs(limit: int) -> Iterator[ModelRef]:
-    from huggingface_hub import HfApi
+def _pages(url: str, query: dict[str, Any] | None, *, listed: int) -> Iterator[Page]:
+    """``list_pages``, with any failure turned into one redacted ``HubListingError``."""
+    pages = list_pages(url, query)
+    while True:
+        try:
+            page = next(pages, None)
+        except Exception as exc:  # noqa: BLE001 - every client failure means "no more listing"; say which
+            again = "; rerun to continue from there" if listed else ""
+            raise HubListingError(
+                f"Hub listing from {shown_endpoint()} failed after {listed} models: {one_line(exc)}{again}"
+            ) from None
+        if page is None:
+            return
+        listed += len(page.items)
+        yield page
 
-    api = HfApi(endpoint=endpoint())
-    infos = api.list_models(sort="downloads", limit=limit, expand=_EXPAND)  # type: ignore[arg-type]
-    for rank, info in enumerate(infos, start=1):
-        yield ModelRef(
-            model_id=info.id,
-            rank=rank,
-            downloads=info.downloads,
-            pipeline_tag=info.pipeline_tag or None,
-            library_name=info.library_name or None,
-            model_type=_model_type(info.config, info.tags),
-            revision=info.sha or None,
-            source="hub",
-        )
+
+def _to_ref(item: dict[str, Any], rank: int) -> ModelRef:
+    """One listing entry as a ref (the fields ``list_models(expand=...)`` returns)."""
+    from huggingface_hub.hf_api import ModelInfo
+
+    info = ModelInfo(**{"siblings": None, **item})
+    return ModelRef(
+        model_id=info.id,
+        rank=rank,
+        downloads=info.downloads,
+        pipeline_tag=info.pipeline_tag or None,
+        library_name=info.library_name or None,
+        model_type=_model_type(info.config, info.tags),
+        revision=info.sha or None,
+        source="hub",
+    )
 
 
 def _model_type(config: dict[str, Any] | None, tags: list[str] | None) -> str | None:

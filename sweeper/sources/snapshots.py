@@ -40,25 +40,46 @@ def snapshot_row(ref: ModelRef) -> dict[str, object]:
     }
 
 
+def ref_from_row(row: dict[str, object]) -> ModelRef:
+    """The ref a snapshot row stands for (the inverse of ``snapshot_row``)."""
+    return ModelRef(
+        model_id=str(row["id"]),
+        rank=int(row["rank"]),  # type: ignore[call-overload]
+        downloads=row.get("downloads"),  # type: ignore[arg-type]
+        pipeline_tag=row.get("pipeline_tag"),  # type: ignore[arg-type]
+        library_name=row.get("library_name"),  # type: ignore[arg-type]
+        model_type=row.get("model_type"),  # type: ignore[arg-type]
+        revision=row.get("sha"),  # type: ignore[arg-type]
+        source="hub",
+    )
+
+
 def save_snapshot(refs: Iterable[ModelRef], *, day: dt.date | None = None, directory: Path | None = None) -> Path:
-    """Write refs as the day's snapshot; returns its path.
+    """Write refs as the day's snapshot; returns its path (see ``install_snapshot``)."""
+    refs = list(refs)
+    folder = directory or snapshot_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    # Write beside the target and rename, so a killed run never leaves half a snapshot
+    # that a later offline run would take for a whole listing.
+    partial = folder / f".hub-snapshot.{os.getpid()}.partial"
+    with partial.open("w", encoding="utf-8") as handle:
+        for ref in refs:
+            handle.write(json.dumps(snapshot_row(ref), ensure_ascii=False) + "\n")
+    return install_snapshot(partial, len(refs), day=day, directory=folder)
+
+
+def install_snapshot(partial: Path, rows: int, *, day: dt.date | None = None, directory: Path | None = None) -> Path:
+    """Rename a complete listing of ``rows`` rows into the day's snapshot; returns its path.
 
     An earlier snapshot of the same day is replaced, unless it lists more models: a quick
     ``--top 5`` run must not shrink the listing a later offline run falls back to.
     """
-    refs = list(refs)
     folder = directory or snapshot_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     day = day or dt.datetime.now(dt.timezone.utc).date()
     path = folder / f"hub-{day.isoformat()}.jsonl"
-    if path.is_file() and _count_lines(path) > len(refs):
+    if path.is_file() and _count_lines(path) > rows:
+        partial.unlink(missing_ok=True)
         return path
-    # Write beside the target and rename, so a killed run never leaves half a snapshot
-    # that a later offline run would take for a whole listing.
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    with partial.open("w", encoding="utf-8") as handle:
-        for ref in refs:
-            handle.write(json.dumps(snapshot_row(ref), ensure_ascii=False) + "\n")
     partial.replace(path)
     return path
 

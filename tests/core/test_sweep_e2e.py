@@ -39,7 +39,8 @@ def test_sweep_writes_records_and_report_then_resumes(tmp_path):
     meta = json.loads((out / "sweep.json").read_text())
     assert meta["source"]["name"] == "zoo" and meta["total"] == 3 and "ended" in meta
     report = (out / "report.md").read_text()
-    assert "google-bert/bert-base-uncased" in report
+    assert "**Device pass rate: 100.0%**" in report and "[index.html](index.html)" in report
+    assert '"google-bert/bert-base-uncased"' in (out / "index.html").read_text()  # every model is on the page
 
     again = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr

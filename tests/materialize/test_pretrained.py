@@ -6,10 +6,11 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
-from hub_fixtures import closed_port, save_tiny_bert, serve_hub
+from hub_fixtures import add_huge_repo, closed_port, save_tiny_bert, serve_hub
 from hub_server import HubServer
 from huggingface_hub.errors import (
     EntryNotFoundError,
@@ -20,8 +21,10 @@ from huggingface_hub.errors import (
 )
 from transformers import AutoModelForMaskedLM, BertForMaskedLM
 
+from sweeper.classify import classify
 from sweeper.config import SweepConfig
 from sweeper.errors import ConfigError, RemoteCodeError
+from sweeper.materialize import sizes
 from sweeper.materialize.pretrained import (
     HubUnreachableError,
     UnsafeWeightsError,
@@ -29,7 +32,8 @@ from sweeper.materialize.pretrained import (
     fetch_config,
     load_pretrained,
 )
-from sweeper.records import ModelRef, ReasonKind
+from sweeper.materialize.sizes import WeightsTooLargeError
+from sweeper.records import ENVIRONMENT_KINDS, ModelRef, ReasonKind
 
 CFG = SweepConfig(weights="pretrained")
 TOKEN = "hf_grantedLoopbackToken42"
@@ -69,7 +73,8 @@ def test_auto_head_class_and_explicit_revision(hub_server: HubServer, bert_folde
     repo = hub_server.add_folder("tiny-bert", bert_folder)  # an old-style id without org
     model = load_pretrained(ref("tiny-bert", repo.sha), CFG, AutoModelForMaskedLM)
     assert type(model).__name__ == "BertForMaskedLM"
-    assert f"/api/models/tiny-bert/revision/{repo.sha}" in [p for _, p, _ in hub_server.log]
+    info = f"/api/models/tiny-bert/revision/{repo.sha}?blobs=true"  # file sizes, for the size limits
+    assert info in [p for _, p, _ in hub_server.log]
 
 
 def test_fetch_config(hub_server: HubServer, bert_folder: Path) -> None:
@@ -167,3 +172,39 @@ def test_wrapped_hub_errors_come_out_unwrapped() -> None:
     assert unreachable.value.__cause__ is missing
     with pytest.raises(ValueError), _hub_errors(ref("org/x")):  # unrelated errors pass through
         raise ValueError("bad config value")
+
+
+def test_a_140_gb_repo_is_refused_before_any_download(hub_server: HubServer, bert_folder: Path) -> None:
+    add_huge_repo(hub_server, bert_folder)
+    with pytest.raises(WeightsTooLargeError, match=r"140\.0 GB of weights > download limit 100\.0 GB") as info:
+        load_pretrained(ref("org/huge"), CFG.replace(max_download_gb=100), BertForMaskedLM)
+    assert classify(info.value).kind is ReasonKind.TOO_LARGE and ReasonKind.TOO_LARGE in ENVIRONMENT_KINDS
+    assert not fetched(hub_server, ".safetensors") and not fetched(hub_server, ".json.index")
+    assert not [p for _, p, _ in hub_server.log if "/_lfs/" in p]
+
+
+def test_parameter_limit_from_the_hub_summary_or_the_headers(hub_server: HubServer, bert_folder: Path) -> None:
+    hub_server.add_folder("org/tiny-bert", bert_folder)
+    small = CFG.replace(max_params=1000, max_download_gb=1)
+    with pytest.raises(WeightsTooLargeError, match=r"parameters > limit 1,000"):
+        load_pretrained(ref("org/tiny-bert"), small, BertForMaskedLM)
+    assert not [s for m, p, s in hub_server.log if m == "GET" and "/_lfs/" in p]  # the summary sufficed
+    hub_server.add_folder("org/no-summary", bert_folder, safetensors={})  # the Hub has no summary
+    with pytest.raises(WeightsTooLargeError, match=r"parameters > limit 1,000"):
+        load_pretrained(ref("org/no-summary"), small, BertForMaskedLM)
+    assert [s for m, p, s in hub_server.log if m == "GET" and "/_lfs/" in p] == [206]  # a range read of the header
+    model = load_pretrained(ref("org/tiny-bert"), small.replace(max_params=10**6), BertForMaskedLM)
+    assert isinstance(model, BertForMaskedLM)
+
+
+def test_default_limits_fit_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    monkeypatch.setattr(sizes.shutil, "disk_usage", lambda path: SimpleNamespace(free=50e9))
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=16e9))
+    assert sizes.limit_bytes(SweepConfig()) == pytest.approx(0.9 * 50e9)
+    assert sizes.limit_bytes(SweepConfig(max_download_gb=2.5)) == 2.5e9
+    # float32 weights plus gradients for backward, with headroom: 16 GB holds 1.6e9 parameters
+    assert sizes.limit_params(SweepConfig()) == int(16e9 / (4 * 2 * 1.25))
+    assert sizes.limit_params(SweepConfig(dtype="bfloat16", stages=("load", "forward"))) == int(16e9 / (2 * 1.25))
+    assert sizes.limit_params(SweepConfig(max_params=7)) == 7

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from report_factory import meta, reason, record, write_sweep
 
 from sweeper.report.commands import write_report
@@ -84,8 +83,11 @@ def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
 
 def test_model_table_marks_stages_and_repro(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
-    models = section(text, "Models")
-    assert "<details>" in models
+    models = section(text, "Failing models")
+    assert "<details>" in models and "<summary>4 failing models by rank</summary>" in models
+    assert "All 9 models, searchable by id, model type or op: [index.html](index.html)" in models
+    assert "[records.parquet](records.parquet)" in models
+    assert "org/pass-a" not in models and "org/gated" not in models  # failures only
     row = next(line for line in models.splitlines() if "org/up-lstm" in line and line.startswith("| 3 "))
     assert "| ✅ | ✅ | ❌ | ⛔ | ⛔ | fail |" in row
     assert row.endswith("| `sweep one org/up-lstm --device trnsim --weights tiny` |")
@@ -124,7 +126,7 @@ def test_without_downloads_weighted_figures_are_omitted(tmp_path: Path) -> None:
     assert "Operators ranked by the number of the failing models they block." in text
     assert "**Device pass rate: 50.0%**" in text
     assert "huggingface.co" not in text  # zoo ids are not Hub repos
-    assert "| 1 | bert (BertForMaskedLM) | ✅ |" in text
+    assert "| 2 | lstm | ✅ | ✅ | ❌ |" in text
 
 
 def test_notes_for_unfinished_sweep_and_first_blocker_only(tmp_path: Path) -> None:
@@ -137,13 +139,14 @@ def test_notes_for_unfinished_sweep_and_first_blocker_only(tmp_path: Path) -> No
     assert "| backward |" not in text
 
 
-@pytest.mark.parametrize("limit", [1000])
-def test_large_sweeps_put_the_full_table_in_models_md(tmp_path: Path, limit: int) -> None:
-    recs = [record(f"org/m{i}", i, 10_000 - i) for i in range(1, limit + 3)]
+def test_large_sweeps_list_only_the_first_failing_models(tmp_path: Path) -> None:
+    recs = [record(f"org/m{i}", i, 10_000 - i, *(("fail",) if i % 2 else ()), fail_at="forward" if i % 2 else None,
+                   blockers=[reason("oom")] if i % 2 else None) for i in range(1, 300)]  # fmt: skip
     text = report_for(tmp_path, recs)
-    assert f"The first 1,000 of {limit + 2:,} models; all of them: [models.md](models.md)" in text
-    full = (tmp_path / "out" / "models.md").read_text()
-    assert f"org/m{limit + 2}" in full and f"org/m{limit + 2}" not in text
+    models = section(text, "Failing models")
+    assert "<summary>the first 100 of 150 failing models by rank</summary>" in models
+    assert "org/m199" in models and "org/m201" not in models and "org/m2 " not in models
+    assert "All 299 models" in models and not (tmp_path / "out" / "models.md").exists()
 
 
 def test_numerics_spread_and_the_models_furthest_off(tmp_path: Path) -> None:

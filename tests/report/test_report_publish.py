@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:
         "charts/coverage_vs_rank.png",
         "charts/pass_rate_by_stage.png",
         "charts/top_blockers.png",
+        "index.html",
         "records.parquet",
         "report.md",
         "summary.json",
@@ -86,9 +88,23 @@ def test_publish_to_the_hub_pushes_records_and_report(
     where = publish(out, "hf://datasets/platform/trnsim-coverage")
     assert where == f"{hub_server.url}/datasets/platform/trnsim-coverage"
     files = hub_server.repos[("dataset", "platform/trnsim-coverage")].files
-    assert {"report.md", "summary.json", "charts/top_blockers.png"} <= set(files)
+    assert {"report.md", "summary.json", "charts/top_blockers.png", "index.html"} <= set(files)
     card = files["README.md"].decode()
+    # Every file the card links to went up with it.
+    for target in re.findall(r"\]\(([^)]+)\)", card):
+        assert target in files, target
     assert '    path: "data/train-*"' in card and "23.4% of the catalog's downloads" in card
     loaded = datasets.load_dataset("platform/trnsim-coverage", split="train")
     assert loaded.num_rows == 9
     assert sorted(loaded["model_id"])[:2] == ["org/breaks", "org/gated"]
+
+
+def test_model_links_follow_hf_endpoint_without_its_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "https://user:s3cret@hf-mirror.example.org:8443/")
+    out = write_sweep(tmp_path / "out", sweep_records())
+    site = Path(publish(out, str(tmp_path / "site")))
+    report = (site / "report.md").read_text()
+    assert "[org/up](https://hf-mirror.example.org:8443/org/up)" in report
+    assert "huggingface.co" not in report and "s3cret" not in report
+    page = (site / "index.html").read_text()
+    assert '"hub":"https://hf-mirror.example.org:8443"' in page and "s3cret" not in page
