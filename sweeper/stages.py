@@ -17,6 +17,7 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
 from sweeper.materialize import Built, materialize
+from sweeper.materialize.pristine import pristine
 from sweeper.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
 from sweeper.records import ModelRef, Reason, ReasonKind
 from sweeper.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, scalar_loss
@@ -51,8 +52,10 @@ def load(ctx: StageContext) -> None:
     ctx.built = materialize(ctx.ref, ctx.cfg)
     wanted = set(ctx.cfg.stages)
     if ctx.device.torch_device != "cpu" and wanted & {"forward", "backward"}:
-        run = cpu_reference(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.seed,
-                            has_labels=ctx.built.has_labels, grads="backward" in wanted)
+        # pristine: caches the CPU forward fills stay off the model the device runs.
+        with pristine(ctx.built.model):
+            run = cpu_reference(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.seed,
+                                has_labels=ctx.built.has_labels, grads="backward" in wanted)
         ctx.reference, ctx.reference_grads = run.output, run.grads
         if run.note:
             _numerics(ctx, "backward_reference", run.note)

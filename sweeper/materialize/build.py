@@ -20,6 +20,7 @@ from sweeper.materialize.images import wants_images, with_images
 from sweeper.materialize.inputs import cast_floating, make_inputs, model_dtype
 from sweeper.materialize.memory_estimate import MemoryBudgetError, check_fits, meta_model
 from sweeper.materialize.models import build_model, choose_head, count_on_meta, transformers_class
+from sweeper.materialize.pristine import pristine
 from sweeper.records import ModelRef, ReasonKind
 
 SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers"})
@@ -253,7 +254,7 @@ def _failure_site(model: Any, inputs: dict[str, Any]) -> tuple[str, str, int, st
     import torch
 
     try:
-        with torch.no_grad():
+        with torch.no_grad(), pristine(model):
             model(**dict(inputs))
     except Exception as exc:  # noqa: BLE001
         frames = traceback.extract_tb(exc.__traceback__)
@@ -268,7 +269,7 @@ def _runs(model: Any, inputs: dict[str, Any]) -> bool:
     import torch
 
     try:
-        with torch.no_grad():
+        with torch.no_grad(), pristine(model):
             model(**dict(inputs))
     except Exception:  # noqa: BLE001 - any failure means "try the next candidate"
         return False

@@ -26,6 +26,9 @@ MAX_TOP_K = 2
 TINY_VOCAB = 1024
 # Compacted special token ids land here, below the tiny vocab, above sampled input ids.
 SPECIAL_ID_BASE = 900
+# The placeholder id given to image tokens a default config leaves unset: the last
+# slot of the tiny vocab, clear of compacted special ids and of sampled ids.
+UNSET_IMAGE_TOKEN = TINY_VOCAB - 1
 MAX_IMAGE = 256
 SHRUNK_IMAGE = 224
 # Position tables (and the causal masks some models register at max_positions²) shrink to
@@ -158,8 +161,31 @@ def _prune_derived(config: Any, data: dict[str, Any]) -> None:
             _prune_derived(sub, value)
 
 
+def _fill_unset(d: dict[str, Any]) -> None:
+    """Sizes a model needs that a default config leaves None (real checkpoints set
+    them): a text stack's vocabulary, the experts each token is routed to. Without
+    them the default builds no model or routes to ``top_k=None`` experts."""
+    if any(isinstance(d.get(k), int) for k in rules.HIDDEN_KEYS) and "vocab_size" in d and d["vocab_size"] is None:
+        d["vocab_size"] = TINY_VOCAB
+        # Such a placeholder vocabulary names no padding id either; embeddings that
+        # derive positions from the padding read one. Sampled ids start above it.
+        if "pad_token_id" in d and d["pad_token_id"] is None:
+            d["pad_token_id"] = 0
+    if isinstance(d.get("num_query_tokens"), int):
+        # A query-token bridge (Q-Former) scatters its queries into the text at image
+        # placeholders; a default naming no placeholder id matches none (``ids == None``).
+        for key in ("image_token_index", "image_token_id"):
+            if key in d and d[key] is None:
+                d[key] = UNSET_IMAGE_TOKEN
+    if any(isinstance(d.get(k), int) and d[k] > 1 for k in rules.EXPERT_KEYS):
+        for key in rules.TOP_K_KEYS:
+            if key in d and d[key] is None:
+                d[key] = MAX_TOP_K
+
+
 def _walk(d: dict[str, Any], remap: _Remap) -> None:
     """Shrink one (sub-)config dict, then its nested sub-configs."""
+    _fill_unset(d)
     rules.apply_layer_rules(d)
     shrink_layers(d)
     parts = LEVEL_PARTS[remap.level]
@@ -334,5 +360,7 @@ def _apply_widths(d: dict[str, Any], remap: _Remap) -> None:
             _apply_widths(value, remap)
         elif (id(d), key) in remap.touched:
             continue
+        elif key in rules.HIDDEN_KEYS and rules.is_convolutional(d):
+            continue  # a staged tower's width derives from its stages, which keep theirs
         elif isinstance(key, str) and isinstance(value, int) and rules.is_width_link_key(key) and value in remap.widths:
             d[key] = remap.widths[value]

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from sweeper.materialize.input_rules import patch_geometry
-from sweeper.materialize.inputs import forward_params, make_inputs
+from sweeper.materialize.inputs import IGNORE_INDEX, forward_params, make_inputs
 from sweeper.materialize.signals import InputContext, pixel_values
 
 IMAGE_TOKEN_KEYS = ("image_token_id", "image_token_index")
@@ -25,7 +25,6 @@ IMAGE_TOKEN_KEYS = ("image_token_id", "image_token_index")
 _COUNTS = re.compile(r"tokens:?\s*(\d+)\s*,?\s*features:?\s*(\d+)", re.IGNORECASE)
 # Placeholders beyond this per sample would make a "tiny" run long; the text-only run stays.
 MAX_PLACEHOLDERS = 1024
-IGNORE_INDEX = -100
 
 
 def image_token(config: Any) -> int | None:
@@ -179,7 +178,9 @@ def _placeholder_inputs(
 def _forward(model: Any, inputs: dict[str, Any]) -> None:
     import torch
 
-    with torch.no_grad():
+    from sweeper.materialize.pristine import pristine
+
+    with torch.no_grad(), pristine(model):
         model(**inputs)
 
 

@@ -152,6 +152,75 @@ def _trajectories(ctx: Any, model: Any) -> None:
     ctx.inputs["attention_mask"] = torch.ones((b, s), dtype=torch.long)
 
 
+def _retrieved_contexts(ctx: Any, model: Any) -> None:
+    """Retrieval-augmented generators without a retriever take the retrieved passages
+    themselves: ``n_docs`` contexts per question (generator ids) and their scores."""
+    import torch
+
+    from sweeper.materialize.signals import token_ids
+
+    docs = int(ctx.config.n_docs)
+    ids = token_ids(ctx, (ctx.batch * docs, ctx.seq), sides=("generator",))
+    ctx.inputs["context_input_ids"] = ids
+    ctx.inputs["context_attention_mask"] = torch.ones_like(ids)
+    ctx.inputs["doc_scores"] = torch.randn((ctx.batch, docs), generator=ctx.generator)
+
+
+def _eos_terminated(ctx: Any, model: Any) -> None:
+    """Encoder-decoder classifiers pool the decoder state at the eos token and need the
+    same count of eos in every row: each row ends with one, as a tokenizer ends it."""
+    from sweeper.materialize.signals import token_ids
+
+    ids = token_ids(ctx, (ctx.batch, ctx.seq))
+    ids[:, -1] = int(ctx.config.eos_token_id)
+    ctx.inputs["input_ids"] = ids
+
+
+def _pools_at_eos(ctx: Any, model: Any) -> bool:
+    eos = getattr(ctx.config, "eos_token_id", None)
+    return (ctx.head_kind == "SEQUENCE_CLASSIFICATION" and "input_ids" in ctx.params
+            and bool(getattr(ctx.config, "is_encoder_decoder", False)) and isinstance(eos, int))
+
+
+def _query_placeholders(ctx: Any, model: Any) -> None:
+    """Query-token bridges (Q-Former, perceiver resamplers) put a fixed number of query
+    outputs per sample into the text: after its first token, at image placeholder ids
+    or at the positions an image-embedding mask marks."""
+    import torch
+
+    from sweeper.materialize.signals import token_ids
+
+    queries = _query_count(ctx)
+    ids = token_ids(ctx, (ctx.batch, ctx.seq + queries))
+    span = slice(1, 1 + queries)
+    token = _image_token(ctx)
+    if token is not None:
+        ids[:, span] = token
+    if "image_embeds_position_mask" in ctx.params:
+        mask = torch.zeros_like(ids)
+        mask[:, span] = 1
+        ctx.inputs["image_embeds_position_mask"] = mask
+    ctx.inputs["input_ids"] = ids
+
+
+def _query_count(ctx: Any) -> int | None:
+    for key in ("num_query_tokens", "latent_query_num"):
+        value = getattr(ctx.config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _image_token(ctx: Any) -> int | None:
+    value = ctx.lookup("image_token_index", ("text_config",)) or ctx.lookup("image_token_id", ("text_config",))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _takes_queries(ctx: Any, model: Any) -> bool:
+    marked = _image_token(ctx) is not None or "image_embeds_position_mask" in ctx.params
+    return _query_count(ctx) is not None and marked and {"input_ids", "pixel_values"} <= set(ctx.params)
+
+
 def _required(ctx: Any, name: str) -> bool:
     param = ctx.params.get(name)
     return param is not None and param.default is param.empty
@@ -164,6 +233,10 @@ INPUT_RULES: tuple[tuple[Any, Any], ...] = (
     (lambda ctx, model: _required(ctx, "pixel_values_videos"), _videos),
     (lambda ctx, model: "past_values" in ctx.params and hasattr(ctx.config, "context_length"), _time_series),
     (_is_patch_tower, _patch_tower),
+    (lambda ctx, model: {"context_input_ids", "doc_scores"} <= set(ctx.params)
+     and isinstance(getattr(ctx.config, "n_docs", None), int), _retrieved_contexts),
+    (_pools_at_eos, _eos_terminated),
+    (_takes_queries, _query_placeholders),
     (lambda ctx, model: "states" in ctx.params and hasattr(ctx.config, "state_dim"), _trajectories),
     (lambda ctx, model: _required(ctx, "inputs") or (
         "inputs" in ctx.params and getattr(model, "main_input_name", None) == "inputs"), _generic_inputs),

@@ -22,6 +22,18 @@ CLASS_LABEL_KINDS = frozenset(
      "MULTIPLE_CHOICE"}
 )
 
+# Heads of an encoder-decoder that read the decoder's state at the input positions
+# (classification at the eos token, spans): the decoder runs on the shifted input ids,
+# as their forward derives them, so no decoder ids of another length are passed.
+ENCODER_READING_KINDS = frozenset({"SEQUENCE_CLASSIFICATION", "QUESTION_ANSWERING", "TOKEN_CLASSIFICATION"})
+
+IGNORE_INDEX = -100
+
+# Heads that generate their answer with a text decoder when the forward takes decoder
+# ids (a VQA model that decodes answers, unlike one classifying over fixed answers):
+# the answer ids are the decoder's input and its labels.
+DECODED_ANSWER_KINDS = frozenset({"VISUAL_QUESTION_ANSWERING"})
+
 # Optional arguments filled with the main input when the forward takes them (the ones a
 # real caller passes), and extra inputs a head kind needs to run its whole model.
 COMPANIONS: dict[str, tuple[str, ...]] = {
@@ -67,7 +79,10 @@ def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
         wanted.remove("token_type_ids")
     if "pixel_mask" in wanted and "pixel_mask" not in _required(params):
         wanted.remove("pixel_mask")  # all-ones is the default; only pass it when asked
-    if getattr(ctx.config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+    if "decoder_input_ids" in params and (
+        (getattr(ctx.config, "is_encoder_decoder", False) and head_kind not in ENCODER_READING_KINDS)
+        or head_kind in DECODED_ANSWER_KINDS
+    ):
         wanted.append("decoder_input_ids")
     wanted += _placeholder_free_modalities(ctx)
     return list(dict.fromkeys(n for n in wanted if n != "labels"))
@@ -118,11 +133,20 @@ def _labels(ctx: InputContext, head_kind: str | None) -> dict[str, Any]:
         return {"return_loss": True}
     if "labels" not in params:
         return {}
-    if "decoder_input_ids" in inputs and (head_kind in SEQ2SEQ_KINDS or head_kind in TOKEN_LABEL_KINDS):
+    if "decoder_input_ids" in inputs and (
+        head_kind in SEQ2SEQ_KINDS or head_kind in TOKEN_LABEL_KINDS or head_kind in DECODED_ANSWER_KINDS
+    ):
         # An encoder-decoder's loss is over the decoder sequence, whatever the head.
         return {"labels": inputs["decoder_input_ids"].clone()}
     if head_kind in TOKEN_LABEL_KINDS and "input_ids" in inputs:
-        return {"labels": inputs["input_ids"].clone()}
+        labels = inputs["input_ids"].clone()
+        image = ctx.lookup("image_token_index") if ctx.lookup("image_token_id") is None else ctx.lookup("image_token_id")
+        if isinstance(image, int) and not isinstance(image, bool):
+            labels[labels == image] = IGNORE_INDEX  # no loss on image positions, as processors do
+        marked = inputs.get("image_embeds_position_mask")
+        if marked is not None and marked.shape == labels.shape:
+            labels[marked.bool()] = IGNORE_INDEX
+        return {"labels": labels}
     if head_kind == "CTC":
         vocab = int(ctx.lookup("vocab_size", (), 32))
         return {"labels": torch.randint(1, max(2, vocab), (ctx.batch, 4), generator=ctx.generator)}

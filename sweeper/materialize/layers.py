@@ -38,14 +38,8 @@ def shrink_layers(d: dict[str, Any]) -> None:
         if staged and key in rules.MAIN_LAYER_KEYS:
             continue  # with per-stage depths, the layer count is the number of stages
         keep = _kept_layers(d, n) if key in rules.MAIN_LAYER_KEYS else list(range(MAX_LAYERS))
-        outputs = d.get("out_indices")
-        if key in rules.MAIN_LAYER_KEYS and isinstance(outputs, list) and outputs and min(outputs) >= 0:
-            # A backbone feeds one feature map per requested output to its head: keep as
-            # many layers as outputs, each output on its own layer (stem stays at 0).
-            count = max(len(keep), len(outputs))
-            keep = list(range(count))
-            first = 0 if min(outputs) == 0 else count - len(outputs) + 1
-            d["out_indices"] = list(range(first, first + len(outputs)))
+        if key in rules.MAIN_LAYER_KEYS:
+            keep = _keep_outputs(d, keep)
         d[key] = len(keep)
         new_index = {old: new for new, old in enumerate(keep)}
         for other, value in list(d.items()):
@@ -73,6 +67,30 @@ def shrink_layers(d: dict[str, Any]) -> None:
     for key in ("out_features", "stage_names"):
         d.pop(key, None)  # regenerated from out_indices and the new depth
     _clamp_feature_layers(d)
+
+
+# Layer indices whose features a head reads, one feature map per index (its neck or
+# decoder has one input per entry, so their count must survive the shrink). Backbone
+# ``out_indices`` count the stem as 0; ``backbone_out_indices`` index the layers.
+OUTPUT_INDEX_KEYS = ("out_indices", "backbone_out_indices")
+
+
+def _keep_outputs(d: dict[str, Any], keep: list[int]) -> list[int]:
+    """Keep as many layers as requested outputs, each output on its own layer."""
+    for key in OUTPUT_INDEX_KEYS:
+        outputs = d.get(key)
+        if not (isinstance(outputs, list) and outputs and all(isinstance(v, int) for v in outputs)
+                and min(outputs) >= 0):
+            continue
+        count = max(len(keep), len(outputs))
+        keep = list(range(count))
+        if key == "out_indices":
+            # Backbone stage names count the stem as 0: outputs are 1-based layers.
+            first = 0 if min(outputs) == 0 else count - len(outputs) + 1
+        else:
+            first = count - len(outputs)  # 0-based layer indices: the last layers
+        d[key] = list(range(first, first + len(outputs)))
+    return keep
 
 
 def _clamp_feature_layers(d: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ import contextlib
 from typing import Any
 
 from sweeper.errors import ConfigError, RemoteCodeError
-from sweeper.materialize.heads import head_for_task, heads_of
+from sweeper.materialize.heads import head_for_task, heads_of, preferred_head
 from sweeper.records import ModelRef
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
@@ -50,6 +50,13 @@ def choose_head(ref: ModelRef, config: Any) -> str:
     base = heads_of(model_type).get("")
     if base:
         candidates.append(base[0])
+    # A type served only by a rarer mapping (matting, pose estimation, image-to-text)
+    # takes the zoo's head; a type in no auto mapping at all (retrieval-augmented
+    # generators) takes the models its own modeling module defines for its config.
+    zoo_head = preferred_head(model_type)
+    if zoo_head:
+        candidates.append(zoo_head[0])
+    candidates.extend(module_classes(model_type))
     for name in candidates:
         if transformers_class(name, model_type) is not None:
             return name
@@ -57,6 +64,32 @@ def choose_head(ref: ModelRef, config: Any) -> str:
     if getattr(config, "auto_map", None):
         raise RemoteCodeError(f"{names} is not in transformers {_version()}; it needs the checkpoint's own code")
     raise ConfigError(f"transformers {_version()} defines no model class for {model_type!r} (looked for {names})")
+
+
+def module_classes(model_type: str) -> list[str]:
+    """Model classes the type's modeling module defines for its config class (heads
+    first, the abstract ``*PreTrainedModel`` left out), in definition order."""
+    import importlib
+
+    from transformers import PreTrainedModel
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING, model_type_to_module_name
+
+    if not model_type or model_type not in CONFIG_MAPPING:
+        return []
+    try:
+        module = importlib.import_module(
+            f"transformers.models.{model_type_to_module_name(model_type)}.modeling_{model_type_to_module_name(model_type)}"
+        )
+    except (ImportError, RuntimeError):
+        return []
+    config_class = CONFIG_MAPPING[model_type]
+    found = [
+        name for name, obj in vars(module).items()
+        if isinstance(obj, type) and issubclass(obj, PreTrainedModel) and obj.__module__ == module.__name__
+        and getattr(obj, "config_class", None) is config_class and not name.endswith("PreTrainedModel")
+    ]
+    # Heads (``...For...``) before bare models: they carry a loss.
+    return sorted(found, key=lambda name: "For" not in name)
 
 
 def _version() -> str:

@@ -130,6 +130,13 @@ def input_features(ctx: InputContext) -> Any:
     sources = ctx.lookup("max_source_positions", AUDIO_SIDE)
     if isinstance(mels, int) and isinstance(sources, int):
         return torch.randn((ctx.batch, mels, 2 * sources), generator=ctx.generator)
+    if isinstance(mels, int) and isinstance(ctx.lookup("spec_size", AUDIO_SIDE), int):
+        # Spectrogram-image encoders (a square ``spec_size`` image folded from the mel
+        # frames) read (B, channels, frames, mels): one channel, four when they fuse
+        # a global view with three local crops.
+        channels = 4 if ctx.lookup("enable_fusion", AUDIO_SIDE) else 1
+        ctx.frame_axis = 2
+        return torch.randn((ctx.batch, channels, FEATURE_FRAMES, mels), generator=ctx.generator)
     per_channel = ctx.lookup("input_feat_per_channel", AUDIO_SIDE)
     size = (per_channel or 0) * int(ctx.lookup("input_channels", AUDIO_SIDE, 1) or 1)
     size = int(size or ctx.lookup("feature_size", AUDIO_SIDE) or ctx.lookup("input_feat_size", AUDIO_SIDE) or mels or 80)
@@ -210,7 +217,11 @@ def _multiple(n: int, step: int) -> int:
 
 
 def _decoder_ids(ctx: InputContext) -> Any:
-    return token_ids(ctx, (ctx.batch, DECODER_LEN), sides=("decoder", "text_config"))
+    """(B, L) decoder ids; (B·codebooks, L) for a decoder over parallel audio codebooks
+    (one row per codebook, as codec-token decoders lay them out)."""
+    codebooks = _get(_get(ctx.config, "decoder"), "num_codebooks")
+    rows = ctx.batch * codebooks if isinstance(codebooks, int) and codebooks > 1 else ctx.batch
+    return token_ids(ctx, (rows, DECODER_LEN), sides=("decoder", "text_config"))
 
 
 def _pixel_mask(ctx: InputContext) -> Any:
