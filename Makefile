@@ -42,6 +42,8 @@ SHARED ?= ../shared
 published-report: install
 	$(SWEEP) --device trnsim --catalog $(SHARED)/catalogs/hub-top1000-2025-03.csv --collect-all --no-report --out reports/top1000-trnsim
 	$(SWEEP) report reports/top1000-trnsim
+	$(SWEEP) --device trnsim --dtype bfloat16 --catalog $(SHARED)/catalogs/hub-top1000-2025-03.csv --collect-all --no-report --out reports/top1000-trnsim-bf16
+	$(SWEEP) report reports/top1000-trnsim-bf16
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -45,21 +45,21 @@ def test_a_failing_op_is_still_reported_when_the_same_graph_compiles_again(trnsi
     torch._dynamo.reset()
     with trnsim.recording() as rec:
         again = _compile_error(torch.erfinv, x)
-    assert first == again == (ReasonKind.COMPILE_ERROR, "aten::erfinv")
+    assert first == again == (ReasonKind.LOWERING_TOOL_ERROR, "aten::erfinv")
     assert any("aten::erfinv" in p for p in rec.compile_problems)
     assert _children() == started  # the verdict came from the cache, not a new lowering
 
 
 def test_other_graphs_are_lowered_on_their_own(trnsim, lowering):
     x = torch.rand(4, device="trnsim") - 0.5
-    assert _compile_error(torch.erfinv, x) == (ReasonKind.COMPILE_ERROR, "aten::erfinv")
+    assert _compile_error(torch.erfinv, x) == (ReasonKind.LOWERING_TOOL_ERROR, "aten::erfinv")
     torch._dynamo.reset()
     out = run_compiled(torch.sin, x)  # same input metas, other code: lowers and passes
     torch.testing.assert_close(out.cpu(), torch.sin(x.cpu()))
     torch._dynamo.reset()
     started = _children()
     # same code, other shapes: a new graph, lowered again, and the same verdict
-    assert _compile_error(torch.erfinv, torch.rand(3, 5, device="trnsim")) == (ReasonKind.COMPILE_ERROR,
+    assert _compile_error(torch.erfinv, torch.rand(3, 5, device="trnsim")) == (ReasonKind.LOWERING_TOOL_ERROR,
                                                                             "aten::erfinv")
     assert _children() > started
 
