@@ -150,6 +150,7 @@ _ABORTED = "lowering aborted: "
 # host has installed), by a phrase of the tool's message: what each means.
 _HARNESS_CAUSES = {
     "tensor with unallocated storage": "a tensor without storage (fake or meta) was handed to the importer as a constant",
+    "Please convert all Tensors to FakeTensors": "the importer ran inside a fake tensor mode",
     "requires the ml_dtypes package": "Torch-MLIR needs the ml_dtypes package for bfloat16 constants (pip install ml-dtypes)",
 }
 
