@@ -10,6 +10,7 @@ pipeline), when Torch-MLIR can import it at all.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -173,9 +174,12 @@ def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{stem}.py"
+        if path.exists() and path.read_text() != source:  # another variant of the op, met before
+            path = folder / f"{stem}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
+            source = source.replace(f"Run: python {stem}.py", f"Run: python {path.name}")
         path.write_text(source)
         if mlir:
-            (folder / f"{stem}.mlir").write_text(mlir)
+            path.with_suffix(".mlir").write_text(mlir)
         return path
     return None
 
