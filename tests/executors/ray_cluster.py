@@ -1,9 +1,9 @@
 """A real two-node Ray cluster on this machine, started with the project's own ``ray`` CLI.
 
 Every port is picked free (other Ray sessions may run beside this one), and every process
-the cluster starts is found by the cluster's temp folder -- in its command line or its
-working directory -- and ended by pid: never ``ray stop``, which would end every Ray
-session of this user, nor a kill by name.
+the cluster starts is found by the cluster's temp folder (in its command line, working
+directory or inherited TMPDIR, or as a child of such a process) and ended by pid: never
+``ray stop``, which would end every Ray session of this user, nor a kill by name.
 """
 
 from __future__ import annotations
@@ -45,25 +45,35 @@ def free_port() -> int:
 
 
 def _names(temp: str, proc: psutil.Process) -> bool:
-    cmdline = proc.info["cmdline"] or []
-    if any(temp in part for part in cmdline):
+    if any(temp in part for part in proc.info["cmdline"] or []):
         return True
-    try:  # a job's entrypoint runs in the unpacked working_dir under the temp folder
-        return proc.cwd().startswith(temp)
+    try:  # the job's entrypoint and the client server name neither: their TMPDIR or cwd does
+        return proc.environ().get("TMPDIR") == temp or proc.cwd().startswith(temp)
     except psutil.Error:
         return False
 
 
 def processes(temp: str) -> list[psutil.Process]:
-    """Every live process that belongs to the cluster in ``temp``."""
-    found = []
+    """Every live process that belongs to the cluster in ``temp``, with all their children.
+
+    Children count because Ray's agents retitle themselves (``ray::DashboardAgent``) over
+    their command line and environment: only their parent, the raylet, names the folder.
+    """
+    found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter(["cmdline"]):
         try:
-            if proc.pid != os.getpid() and _names(temp, proc):
-                found.append(proc)
+            if proc.pid != os.getpid() and proc.status() != psutil.STATUS_ZOMBIE and _names(temp, proc):
+                found[proc.pid] = proc
+                found.update((c.pid, c) for c in proc.children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE)
         except (psutil.Error, TypeError):
             continue
-    return found
+    for proc in found.values():
+        if not hasattr(proc, "info"):  # children come without the iterator's cached fields
+            try:
+                proc.info = {"cmdline": proc.cmdline()}
+            except psutil.Error:
+                proc.info = {"cmdline": []}
+    return list(found.values())
 
 
 def raylets(temp: str) -> list[psutil.Process]:
