@@ -318,7 +318,7 @@ class ModelRecord:
         """A record as any schema version wrote it: fields it lacks take their defaults
         (``key`` the model id), parts of the wrong shape (a stage without a known status,
         a blocker that is not a table) are dropped. ``ValueError`` without a known status,
-        ``TypeError`` without a model id."""
+        ``KeyError`` without a model id."""
         kwargs = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
         kwargs["status"] = Status(data["status"])  # ValueError for a status this version does not know
         kwargs.setdefault("sweep_id", "")
