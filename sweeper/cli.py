@@ -242,7 +242,7 @@ def publish(
     force: Annotated[bool, typer.Option("--force", help="Publish into a non-empty folder that an earlier publish did not write.")] = False,
 ) -> None:
     """Publish a sweep: a self-contained folder (with index.html), or a Hugging Face dataset."""
-    from sweeper.report.commands import publish as do_publish
+    from sweeper.report.publish import publish as do_publish
 
     print(do_publish(out, to, compare=compare, force=force))
 

@@ -1,4 +1,5 @@
-"""What the CLI calls: ``sweep report``, ``sweep diff``, ``sweep publish``."""
+"""What the CLI calls: ``sweep report`` and ``sweep diff`` (``sweep publish``, which
+builds on ``write_report``, is ``sweeper.report.publish.publish``)."""
 
 from __future__ import annotations
 
@@ -61,14 +62,3 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     text = render_diff(result, old_name=str(old), new_name=str(new))
     (Path(new) / DIFF_FILE).write_text(text, encoding="utf-8")
     return text, 1 if fail_on_regression and result.regressed_any else 0
-
-
-def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
-    """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
-    ``compare``: another sweep's folder; the page then marks what each model fixed or
-    regressed against it. Returns where it went."""
-    from sweeper.report.publish import publish_folder, publish_hub
-
-    if to.startswith("hf://"):
-        return publish_hub(Path(out_dir), to, compare=compare)
-    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)

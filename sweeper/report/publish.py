@@ -39,6 +39,15 @@ COLUMNS_NOTE = (
 )
 
 
+def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
+    """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
+    ``compare``: another sweep's folder; the page then marks what each model fixed or
+    regressed against it. Returns where it went."""
+    if to.startswith("hf://"):
+        return publish_hub(Path(out_dir), to, compare=compare)
+    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)
+
+
 def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None, force: bool = False) -> str:
     """Rebuild the report from the records and copy it, with a dataset card, to ``dest``;
     with ``compare`` (another sweep's folder) the page marks fixed / regressed models.

@@ -15,7 +15,8 @@ from test_report_markdown import sweep_records
 
 from sweeper.cli import main
 from sweeper.errors import UsageError
-from sweeper.report.commands import publish, write_report
+from sweeper.report.commands import write_report
+from sweeper.report.publish import publish
 from sweeper.report.page import script_json
 from sweeper.report.serve import make_server
 
