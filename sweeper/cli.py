@@ -156,7 +156,7 @@ def one(
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
     ref = resolve_model(model, cfg, architecture=architecture)
-    from sweeper.runner import settle_hub_access
+    from sweeper.hub_access import settle_hub_access
 
     hub = settle_hub_access(cfg, [ref])
     if hub:

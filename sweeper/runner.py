@@ -24,6 +24,7 @@ from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
 from sweeper.folder_lock import own_folder
+from sweeper.hub_access import settle_hub_access
 from sweeper.hub_http import install
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
@@ -99,35 +100,6 @@ def _plan(cfg: SweepConfig) -> PlanResult:
     if hub:
         source_info["hub"] = hub
     return refs, source_info, device_info
-
-
-def go_offline() -> None:
-    """Offline for this process (the client read the variable at import) and its children."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    from huggingface_hub import constants
-
-    constants.HF_HUB_OFFLINE = True
-
-
-def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
-    """Probe the Hub once when refs would fetch their config.json from it.
-
-    When it does not answer, the sweep goes offline (``HF_HUB_OFFLINE=1``, inherited by
-    workers started afterwards) so each model starts from its type's default config at
-    once instead of retrying the network; returns the note that says so.
-    """
-    from sweeper.sources.hub import hub_offline, probe
-
-    wants_hub = any(ref.config is None and ref.source not in (None, "zoo") for ref in refs)
-    if not wants_hub or hub_offline():
-        return None
-    why = probe(cfg.hub_timeout)
-    if why is None:
-        return None
-    go_offline()
-    if cfg.weights == "pretrained":
-        return f"Hub unreachable ({why}): pretrained weights will fail as download errors"
-    return f"Hub unreachable ({why}): configs are the model types' defaults"
 
 
 def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = False, write_report: bool = True) -> SweepResult:
