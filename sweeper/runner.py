@@ -208,10 +208,14 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
 
 
 def _check_model() -> CheckFn:
-    """The real check, imported when a model is about to run (it imports torch)."""
-    from sweeper.check import check_model
+    """The real check, imported when a model is about to run (it imports torch); each stage
+    it starts is marked in the worker's breadcrumbs, so a crash record names the stage."""
+    import functools
 
-    return check_model
+    from sweeper.check import check_model
+    from sweeper.executors import progress
+
+    return functools.partial(check_model, on_stage=progress.mark)
 
 
 def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:
