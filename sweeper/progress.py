@@ -22,7 +22,7 @@ from sweeper.records import ModelRecord, Status
 REDRAW_S = 1.0
 HEARTBEAT_S = 30.0
 QUIET_STATUSES = frozenset({Status.PASS, Status.SKIP})
-Running = Callable[[], list[Any]]  # -> executors.progress.Progress items (key, stage, started)
+Running = Callable[[], list[Any]]  # -> executors.breadcrumbs.Progress items (key, stage, started)
 
 
 def _duration(seconds: float) -> str:

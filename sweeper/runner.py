@@ -213,9 +213,9 @@ def _check_model() -> CheckFn:
     import functools
 
     from sweeper.check import check_model
-    from sweeper.executors import progress
+    from sweeper.executors import breadcrumbs
 
-    return functools.partial(check_model, on_stage=progress.mark)
+    return functools.partial(check_model, on_stage=breadcrumbs.mark)
 
 
 def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import sys
 import time
 
 from sweeper import progress as progress_module
-from sweeper.executors.progress import Progress as WorkerProgress
+from sweeper.executors.breadcrumbs import Progress as WorkerProgress
 from sweeper.progress import Progress
 from sweeper.records import ModelRef, Reason, ReasonKind, Status, base_record
 

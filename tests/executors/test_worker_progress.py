@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 
 
 def test_mark_is_a_noop_outside_a_worker():
-    progress.mark(stage="forward", op="aten::mm")  # must not raise without attach()
+    breadcrumbs.mark(stage="forward", op="aten::mm")  # must not raise without attach()
 
 
 def test_marks_read_back_from_the_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(progress, "_STATE", progress._State())
+    monkeypatch.setattr(breadcrumbs, "_STATE", breadcrumbs._State())
     path = tmp_path / "w.progress"
-    progress.attach(path)
-    progress.begin("org/model::BertModel")
-    progress.mark(stage="forward")
-    progress.mark(op="aten::addmm")
-    got = progress.read(path)
+    breadcrumbs.attach(path)
+    breadcrumbs.begin("org/model::BertModel")
+    breadcrumbs.mark(stage="forward")
+    breadcrumbs.mark(op="aten::addmm")
+    got = breadcrumbs.read(path)
     assert (got.key, got.stage, got.op) == ("org/model::BertModel", "forward", "aten::addmm")
     assert got.describe() == "in stage forward, last op aten::addmm"
-    progress.mark(stage="backward")  # a new stage forgets the previous stage's op
-    assert progress.read(path).op is None
-    progress.begin("next")
-    assert progress.read(path).stage is None
-    assert progress.current().key == "next"
+    breadcrumbs.mark(stage="backward")  # a new stage forgets the previous stage's op
+    assert breadcrumbs.read(path).op is None
+    breadcrumbs.begin("next")
+    assert breadcrumbs.read(path).stage is None
+    assert breadcrumbs.current().key == "next"
 
 
 def test_unreadable_or_torn_files_give_empty_progress(tmp_path):
-    assert progress.read(tmp_path / "missing") == progress.Progress()
+    assert breadcrumbs.read(tmp_path / "missing") == breadcrumbs.Progress()
     torn = tmp_path / "torn"
     torn.write_bytes((10).to_bytes(4, "little") + b"\0" * 4 + b"only\x1ftwo")
-    assert progress.read(torn) == progress.Progress()
-    assert progress.Progress().describe() == "before any stage"
+    assert breadcrumbs.read(torn) == breadcrumbs.Progress()
+    assert breadcrumbs.Progress().describe() == "before any stage"
