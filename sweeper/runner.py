@@ -26,12 +26,12 @@ from sweeper.executors.base import CheckFn, get_executor
 from sweeper.folder_lock import own_folder
 from sweeper.hub_access import settle_hub_access
 from sweeper.hub_http import install
-from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
 from sweeper.redact import redact_obj
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore, read_records
+from sweeper.terminal_bar import Progress
 from sweeper.versions import versions
 
 SWEEP_FILE = "sweep.json"

@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-from sweeper import progress as progress_module
+from sweeper import terminal_bar as progress_module
 from sweeper.executors.breadcrumbs import Progress as WorkerProgress
-from sweeper.progress import Progress
 from sweeper.records import ModelRef, Reason, ReasonKind, Status, base_record
+from sweeper.terminal_bar import Progress
 
 
 class _Tty(io.StringIO):
