@@ -31,7 +31,7 @@ from sweeper.redact import redact_obj
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore, read_records
-from sweeper.terminal_bar import Progress
+from sweeper.terminal_bar import TerminalBar
 from sweeper.versions import versions
 
 SWEEP_FILE = "sweep.json"
@@ -147,7 +147,7 @@ def _run(
         skipped = len(done)
         batch, ready = reuse.stream(stream.todo(done)), []
     meta = _start_meta(out, cfg, source_info, device_info, total=total)
-    progress = Progress(total - skipped, already_done=skipped, quiet=quiet)
+    progress = TerminalBar(total - skipped, already_done=skipped, quiet=quiet)
     started = time.monotonic()
 
     def write(records: list[ModelRecord]) -> None:

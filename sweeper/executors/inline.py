@@ -29,7 +29,7 @@ class InlineExecutor:
                 self.current = None
             on_record(record)
 
-    def running(self) -> list[breadcrumbs.Progress]:
+    def running(self) -> list[breadcrumbs.Breadcrumb]:
         """The model being checked (its stage as ``check_model`` marks it)."""
         found = breadcrumbs.current()
         return [found] if self.current is not None and found.key == self.current else []

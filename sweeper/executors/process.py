@@ -82,7 +82,7 @@ class ProcessExecutor:
             slot.submit(ref)
         return False
 
-    def running(self) -> list[breadcrumbs.Progress]:
+    def running(self) -> list[breadcrumbs.Breadcrumb]:
         """The models running now, with their stage and start (for the progress bar)."""
         return [p for p in (slot.current() for slot in list(self.slots)) if p is not None]
 

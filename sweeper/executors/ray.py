@@ -200,7 +200,7 @@ class RayExecutor:
                     raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
                 self.actors[i] = self._new_actor(i)
 
-    def running(self) -> list[breadcrumbs.Progress]:
+    def running(self) -> list[breadcrumbs.Breadcrumb]:
         """The models running now (for the progress bar): stage and start from the worker's
         progress file when it is on this machine, else the running call's first model."""
         out = []
@@ -211,7 +211,7 @@ class RayExecutor:
             found = breadcrumbs.read(local_progress_file(self.pids.get(i)))
             if found.key not in {ref.key for ref in call.refs}:
                 since = time.time() - (time.monotonic() - call.started)
-                found = breadcrumbs.Progress(key=call.refs[0].key, started=since)
+                found = breadcrumbs.Breadcrumb(key=call.refs[0].key, started=since)
             out.append(found)
         return out
 

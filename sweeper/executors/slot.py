@@ -97,7 +97,7 @@ class WorkerSlot:
         now = time.monotonic()
         self.job = Job(ref, submitted=now, started=now if self.ready else None)
 
-    def current(self) -> breadcrumbs.Progress | None:
+    def current(self) -> breadcrumbs.Breadcrumb | None:
         """What the worker is doing now (model, stage, since when), or None when idle."""
         job = self.job
         if job is None:
@@ -106,7 +106,7 @@ class WorkerSlot:
         if found.key == job.ref.key:
             return found
         since = time.time() - (time.monotonic() - job.submitted)
-        return breadcrumbs.Progress(key=job.ref.key, stage=None if self.ready else "starting worker", started=since)
+        return breadcrumbs.Breadcrumb(key=job.ref.key, stage=None if self.ready else "starting worker", started=since)
 
     def waitables(self) -> list[Any]:
         """What ``multiprocessing.connection.wait`` should watch for this slot."""
@@ -212,7 +212,7 @@ class WorkerSlot:
         job, self.job = self.job, None
         found = breadcrumbs.read(self.progress_path)
         if found.key != job.ref.key:  # died before publishing this model
-            found = breadcrumbs.Progress()
+            found = breadcrumbs.Breadcrumb()
         if kill:
             self.kill()
         else:

@@ -27,8 +27,8 @@ def test_marks_read_back_from_the_file(tmp_path, monkeypatch):
 
 
 def test_unreadable_or_torn_files_give_empty_progress(tmp_path):
-    assert breadcrumbs.read(tmp_path / "missing") == breadcrumbs.Progress()
+    assert breadcrumbs.read(tmp_path / "missing") == breadcrumbs.Breadcrumb()
     torn = tmp_path / "torn"
     torn.write_bytes((10).to_bytes(4, "little") + b"\0" * 4 + b"only\x1ftwo")
-    assert breadcrumbs.read(torn) == breadcrumbs.Progress()
-    assert breadcrumbs.Progress().describe() == "before any stage"
+    assert breadcrumbs.read(torn) == breadcrumbs.Breadcrumb()
+    assert breadcrumbs.Breadcrumb().describe() == "before any stage"
