@@ -165,7 +165,7 @@ def one(
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
     else:
-        from sweeper.report_one import describe_record
+        from sweeper.report.one_model import describe_record
 
         print(describe_record(record))
     raise typer.Exit(0 if record.status.value in ("pass", "skip") else 1)
