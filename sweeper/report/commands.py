@@ -28,7 +28,7 @@ def write_report(out_dir: Path, *, charts: bool = True) -> Path:
 def _write_report(out_dir: Path, *, charts: bool) -> Path:
     import tempfile
 
-    from sweeper.report import markdown
+    from sweeper.report import document
     from sweeper.report.export import write_parquet
     from sweeper.report.page import write_page
     from sweeper.staged import Staged
@@ -43,7 +43,7 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
 
             written = write_charts(a, staged.folder_path(CHARTS_DIR))
         staged.remove(MODELS_FILE)
-        staged.text(REPORT_FILE, markdown.render(a, charts=written))
+        staged.text(REPORT_FILE, document.render(a, charts=written))
         with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
             staged.copy(write_page(a, Path(page_dir), charts=written), PAGE_FILE)
         text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)

@@ -97,8 +97,8 @@ def compared_page(out_dir: Path, old: Any, dest: Path, *, label: str) -> Path:
     (another sweep's ``SweepData``, named ``label`` on the page)."""
     from sweeper.report.analysis import analyse
     from sweeper.report.diff import compare
+    from sweeper.report.document import CHART_TITLES
     from sweeper.report.load import read_sweep
-    from sweeper.report.markdown import CHART_TITLES
     from sweeper.report.page import write_page
 
     new = read_sweep(out_dir)
