@@ -1,7 +1,9 @@
-"""report.md: header, summary, stages, roadmap, reasons, breakdowns, charts, models.
+"""report.md as a document: the header, the caveats, the headline sections (summary,
+stages, failing models) and the order and headings of every section.
 
-The text depends only on the records and sweep.json (no clock, no paths of this machine),
-so the same sweep always renders the same report.
+The tables under the headings are ``report.tables``'s. The text depends only on the
+records and sweep.json (no clock, no paths of this machine), so the same sweep always
+renders the same report.
 """
 
 from __future__ import annotations
