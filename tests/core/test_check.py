@@ -10,13 +10,13 @@ from sweeper.sources.zoo import zoo_ref
 
 def test_a_selected_stage_runs_after_the_stages_it_needs():
     # A forward runs on the device, so asking for load and forward moves the model too.
-    record = check_model(zoo_ref("bert", 1), SweepConfig(device="cpu", stages=("load", "forward")))
+    record = check_model(zoo_ref("bert", 1), SweepConfig.of(device="cpu", stages=("load", "forward")))
     assert list(record.stages) == ["load", "to_device", "forward"]
     assert all(r.status is Status.PASS for r in record.stages.values())
     assert record.status is Status.PASS
 
 
 def test_backward_alone_runs_the_whole_chain_before_it():
-    record = check_model(zoo_ref("bert", 1), SweepConfig(device="cpu", stages=("backward",)))
+    record = check_model(zoo_ref("bert", 1), SweepConfig.of(device="cpu", stages=("backward",)))
     assert list(record.stages) == ["load", "to_device", "forward", "backward"]
     assert record.stages["backward"].status is Status.PASS

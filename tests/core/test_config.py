@@ -12,7 +12,7 @@ def test_cli_overrides_file_overrides_defaults(tmp_path):
     cfg_file = tmp_path / "s.toml"
     cfg_file.write_text('timeout = 12.0\nstages = "load,forward"\ntop = 5\n')
     cfg = build_config({"top": 7}, config_file=str(cfg_file))
-    assert cfg.top == 7 and cfg.timeout == 12.0 and cfg.stages == ("load", "forward")
+    assert cfg.source.top == 7 and cfg.execution.timeout == 12.0 and cfg.check.stages == ("load", "forward")
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ def test_the_guard_shares_available_memory_not_total(monkeypatch: pytest.MonkeyP
     # 64 GiB installed, 6 GiB free (other work holds the rest): 2 workers get 80% of 6 GiB.
     monkeypatch.setattr(child.psutil, "virtual_memory", lambda: Memory(64 * 1024 * MIB, 6 * 1024 * MIB))
     assert child.memory_limit_mb(SweepConfig(), 2) == int(6 * 1024 * 0.8 / 2)
-    assert child.memory_limit_mb(SweepConfig(memory_limit_mb=700), 2) == 700
+    assert child.memory_limit_mb(SweepConfig.of(memory_limit_mb=700), 2) == 700
 
 
 def test_ray_memory_monitor_kills_become_oom_records_not_an_abort(tmp_path: Path) -> None:

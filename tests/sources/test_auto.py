@@ -47,7 +47,7 @@ def snapshot(day: str, *names: str) -> None:
 
 
 def auto(**settings: object) -> base.Source:
-    return get_source(SweepConfig(source="auto", **settings))  # type: ignore[arg-type]
+    return get_source(SweepConfig.of(source="auto", **settings))  # type: ignore[arg-type]
 
 
 def test_hub_when_it_answers(hub_server: HubServer) -> None:

@@ -29,7 +29,9 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import lowering, phases, state
+import sweeper.devices.trnsim.lowering as lowering
+import sweeper.devices.trnsim.phases as phases
+import sweeper.devices.trnsim.state as state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, LoweringToolError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
