@@ -18,8 +18,8 @@ from sweeper.hub_http import install
 from sweeper.records import ModelRef
 from sweeper.sources.base import Source
 from sweeper.sources.catalog import CatalogSource
-from sweeper.sources.registry import source_factory
 from sweeper.sources.hub import HubListingError, HubSource, probe, shown_endpoint
+from sweeper.sources.registry import source_factory
 from sweeper.sources.snapshots import newest_snapshot
 
 if TYPE_CHECKING:

@@ -20,3 +20,11 @@ def test_backward_alone_runs_the_whole_chain_before_it():
     record = check_model(zoo_ref("bert", 1), SweepConfig.of(device="cpu", stages=("backward",)))
     assert list(record.stages) == ["load", "to_device", "forward", "backward"]
     assert record.stages["backward"].status is Status.PASS
+
+
+def test_backward_alone_still_compares_the_forward_and_gradients_with_the_cpu():
+    # The forward runs because backward needs it; it is judged like a selected one.
+    record = check_model(zoo_ref("bert", 1), SweepConfig.of(device="trnsim", stages=("backward",)))
+    assert record.stages["backward"].status is Status.PASS
+    assert {"forward", "backward"} <= set(record.numerics)
+    assert record.max_abs_diff is not None
