@@ -180,7 +180,8 @@ def devices() -> None:
             ok, why = dev.available()
             desc, needs = dev.description, dev.needs
         except Exception as exc:  # a plugin that cannot even be built is shown, not fatal
-            ok, why, desc, needs = False, f"{type(exc).__name__}: {exc}", getattr(factory, "__doc__", "") or "", ""
+            doc = "" if isinstance(factory, str) else getattr(factory, "__doc__", "") or ""  # a "module:attr" not importable
+            ok, why, desc, needs = False, f"{type(exc).__name__}: {exc}", doc, ""
         rows.append((name, "yes" if ok else "no", desc or "", needs or "", why))
     print(f"{'device':<8} {'usable':<6} description")
     for name, ok, desc, needs, why in rows:
