@@ -185,3 +185,12 @@ def compiling_check(ref: ModelRef, cfg: Any, *, compile_s: float = 3.0) -> Model
     progress.mark(stage="compile")
     time.sleep(compile_s)
     return ok_check(ref, cfg)
+
+
+def budget_check(ref: ModelRef, cfg: Any) -> ModelRecord:
+    """A passing model whose notes say the memory budget its estimate is held to (MiB)."""
+    from sweeper.materialize.memory_estimate import MIB, budget_bytes
+
+    record = ok_check(ref, cfg)
+    record.notes["budget_mb"] = budget_bytes(cfg) // MIB
+    return record
