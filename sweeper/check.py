@@ -55,16 +55,18 @@ class Checker:
     ``check(ref)`` per model and ``between_models()`` after each.
     """
 
-    def __init__(self, cfg: SweepConfig, spec: DeviceSpec) -> None:
-        self.cfg, self.spec = cfg, spec
+    def __init__(self, cfg: SweepConfig, spec: DeviceSpec, *, on_stage: Callable[[str], None] | None = None) -> None:
+        # on_stage: told each stage's name as it starts (a module-level function, so the
+        # checker pickles: a worker's breadcrumbs.mark).
+        self.cfg, self.spec, self.on_stage = cfg, spec, on_stage
         self.device: Device | None = None
         self._failed: Exception | None = None
 
     def __getstate__(self) -> dict:
-        return {"cfg": self.cfg, "spec": self.spec}
+        return {"cfg": self.cfg, "spec": self.spec, "on_stage": self.on_stage}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["cfg"], state["spec"])  # type: ignore[misc]
+        self.__init__(state["cfg"], state["spec"], on_stage=state["on_stage"])  # type: ignore[misc]
 
     def setup(self) -> Checker:
         """Build and set the device up (once; a failure is reported by each ``check``)."""
@@ -78,17 +80,17 @@ class Checker:
         return self
 
     @classmethod
-    def for_settings(cls, cfg: SweepConfig) -> Checker:
+    def for_settings(cls, cfg: SweepConfig, *, on_stage: Callable[[str], None] | None = None) -> Checker:
         """A checker for ``cfg`` alone (``sweep one``, tests): resolves the device here."""
         from sweeper.devices.spec import resolve_device
 
         spec, _ = resolve_device(cfg, out_dir=str(cfg.out_dir))
-        return cls(cfg, spec)
+        return cls(cfg, spec, on_stage=on_stage)
 
     def check(self, ref: ModelRef) -> ModelRecord:
         """The record of ``ref`` on this checker's device (never raises)."""
         self.setup()
-        return _check(ref, self.cfg, self.device, failed=self._failed)
+        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage)
 
     def between_models(self) -> None:
         """Clear what one model may leave in the device (caches, counters)."""
@@ -97,18 +99,22 @@ class Checker:
                 self.device.reset_between_models()
 
 
-def check_model(ref: ModelRef, cfg: SweepConfig) -> ModelRecord:
-    """``ref``'s record on ``cfg``'s device, built in this process; never raises."""
+def check_model(ref: ModelRef, cfg: SweepConfig, *, on_stage: Callable[[str], None] | None = None) -> ModelRecord:
+    """``ref``'s record on ``cfg``'s device, built in this process; never raises.
+    ``on_stage`` is told each stage's name as it starts."""
     try:
-        checker = Checker.for_settings(cfg)
+        checker = Checker.for_settings(cfg, on_stage=on_stage)
     except Exception as exc:  # noqa: BLE001 - a device that cannot be made is the record's error
-        return _check(ref, cfg, None, failed=exc)
+        return _check(ref, cfg, None, failed=exc, on_stage=on_stage)
     return checker.check(ref)
 
 
-def _check(ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None) -> ModelRecord:
+def _check(
+    ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
+    on_stage: Callable[[str], None] | None = None,
+) -> ModelRecord:
     """Run the selected stages for ``ref`` on ``device``; ``failed``: the device could not
-    be set up, and the record says why."""
+    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts."""
     started = time.perf_counter()
     record = base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
     record.repro = repro_command(ref, cfg)
@@ -116,7 +122,7 @@ def _check(ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Ex
         if failed is not None or device is None:
             raise failed or RuntimeError("no device")
         record.versions = versions(device)
-        _run_stages(ref, cfg, device, record)
+        _run_stages(ref, cfg, device, record, on_stage=on_stage)
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
@@ -133,9 +139,12 @@ def selected_stages(names: Collection[str]) -> list[Stage]:
     return [s for s in Stage if s in wanted]
 
 
-def _run_stages(ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord) -> None:
+def _run_stages(
+    ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *, on_stage: Callable[[str], None] | None = None
+) -> None:
     selected = selected_stages(cfg.check.stages)
-    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=frozenset(s.value for s in selected))
+    runs = frozenset(s.value for s in selected)
+    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage)
     passed: set[Stage] = set()
     stop = False
     device.reset_peak_memory()
@@ -164,7 +173,7 @@ def _run_one(
     """One stage: its result, every blocker found in it (each naming the stage), and
     whether it ran to its end. A stage during which a blocker was recorded fails, even
     when it ran to its end."""
-    _mark(stage)
+    _mark(ctx, stage)
     started = time.perf_counter()
     recording = Recording()
     raised: Reason | None = None
@@ -233,9 +242,8 @@ def _model_status(reason: Reason | None) -> Status:
     return Status.PASS if reason is None else kind_info(reason.kind).status
 
 
-def _mark(stage: Stage) -> None:
-    """Tell the executor which stage runs, so a crash record can name it."""
-    with contextlib.suppress(Exception):
-        from sweeper.executors.progress import mark
-
-        mark(stage=stage.value)
+def _mark(ctx: stages.StageContext, stage: Stage) -> None:
+    """Tell the context's listener which stage runs, so a crash record can name it."""
+    if ctx.on_stage is not None:
+        with contextlib.suppress(Exception):
+            ctx.on_stage(stage.value)

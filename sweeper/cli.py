@@ -117,11 +117,12 @@ def sweep(
         cfg = cfg.replace(source="catalog")
     if no_reuse:
         cfg = cfg.replace(reuse=False)
+    from sweeper.folder import SweepFolder
     from sweeper.runner import run_sweep
 
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
     where = f"; report: {result.report}" if result.report else ""
-    print(f"records: {result.out_dir / 'records.jsonl'} ({result.total} models){where}")
+    print(f"records: {SweepFolder(result.out_dir).records} ({result.total} models){where}")
 
 
 @app.command()
@@ -153,7 +154,7 @@ def one(
     # The device as a sweep's workers build it: its profile, --collect-all, the spec's checks.
     checker = Checker.for_settings(cfg)
     ref = resolve_model(model, cfg, architecture=architecture)
-    from sweeper.runner import settle_hub_access
+    from sweeper.hub_access import settle_hub_access
 
     hub = settle_hub_access(cfg, [ref])
     if hub:
@@ -162,7 +163,7 @@ def one(
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
     else:
-        from sweeper.report_one import describe_record
+        from sweeper.report.one_model import describe_record
 
         print(describe_record(record))
     raise typer.Exit(0 if record.status.value in ("pass", "skip") else 1)
@@ -240,7 +241,7 @@ def publish(
     force: Annotated[bool, typer.Option("--force", help="Publish into a non-empty folder that an earlier publish did not write.")] = False,
 ) -> None:
     """Publish a sweep: a self-contained folder (with index.html), or a Hugging Face dataset."""
-    from sweeper.report.commands import publish as do_publish
+    from sweeper.report.publish import publish as do_publish
 
     print(do_publish(out, to, compare=compare, force=force))
 

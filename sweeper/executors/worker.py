@@ -27,7 +27,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.executors.base import Check, as_check, failure_record
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
@@ -152,16 +152,16 @@ def _die_with_parent() -> None:
 
 def run_one(check: Check, ref: ModelRef, cfg: Any) -> ModelRecord:
     """``check.check(ref)``; an exception from it (it should never raise) becomes one record."""
-    progress.begin(ref.key)
+    breadcrumbs.begin(ref.key)
     try:
         return check.check(ref)
     except BaseException as exc:  # noqa: BLE001 - one model's failure must not end the worker
-        where = progress.current().describe()
+        where = breadcrumbs.current().describe()
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         kind = ReasonKind.OOM if isinstance(exc, MemoryError) else ReasonKind.HARNESS
         return failure_record(
             ref, cfg, status=Status.ERROR, kind=kind, message=f"check raised {where}: {tb}",
-            stage=progress.current().stage, infrastructure=True,
+            stage=breadcrumbs.current().stage, infrastructure=True,
         )
 
 
@@ -176,7 +176,7 @@ def main(fd: int) -> None:
     _die_with_parent()
     fault_file = open(fault_path, "w")  # noqa: SIM115 - must stay open for the process's life
     faulthandler.enable(file=fault_file, all_threads=False)
-    progress.attach(progress_path)
+    breadcrumbs.attach(progress_path)
     check = as_check(pickle.loads(check_blob), cfg)
     check.setup()  # errors surface per model, in each record
     defaults = TorchDefaults(num_threads)

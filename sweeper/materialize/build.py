@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
-from sweeper.materialize import Built
+from sweeper.materialize.built import Built
 from sweeper.materialize.configs import LEVELS, config_to_dict, shrink_config_dict
 from sweeper.materialize.fitting import fit_widths
 from sweeper.materialize.heads import kind_of_class

@@ -1,20 +1,15 @@
-"""What the CLI calls: ``sweep report``, ``sweep diff``, ``sweep publish``."""
+"""What the CLI calls: ``sweep report`` and ``sweep diff`` (``sweep publish``, which
+builds on ``write_report``, is ``sweeper.report.publish.publish``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from sweeper import folder as names
+from sweeper.folder import SweepFolder
 from sweeper.report.analysis import analyse, summary
 from sweeper.report.load import gc_paused, read_sweep
-
-REPORT_FILE = "report.md"
-MODELS_FILE = "models.md"  # written by earlier versions: removed, index.html lists every model
-PAGE_FILE = "index.html"
-SUMMARY_FILE = "summary.json"
-PARQUET_FILE = "records.parquet"
-CHARTS_DIR = "charts"
-DIFF_FILE = "diff.md"
 
 
 def write_report(out_dir: Path, *, charts: bool = True) -> Path:
@@ -27,7 +22,7 @@ def write_report(out_dir: Path, *, charts: bool = True) -> Path:
 def _write_report(out_dir: Path, *, charts: bool) -> Path:
     import tempfile
 
-    from sweeper.report import markdown
+    from sweeper.report import document
     from sweeper.report.export import write_parquet
     from sweeper.report.page import write_page
     from sweeper.staged import Staged
@@ -40,15 +35,15 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
         if charts:
             from sweeper.report.charts import write_charts
 
-            written = write_charts(a, staged.folder_path(CHARTS_DIR))
-        staged.remove(MODELS_FILE)
-        staged.text(REPORT_FILE, markdown.render(a, charts=written))
+            written = write_charts(a, staged.folder_path(names.CHARTS))
+        staged.remove(names.MODELS)
+        staged.text(names.REPORT, document.render(a, charts=written))
         with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
-            staged.copy(write_page(a, Path(page_dir), charts=written), PAGE_FILE)
+            staged.copy(write_page(a, Path(page_dir), charts=written), names.PAGE)
         text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
-        staged.text(SUMMARY_FILE, text + "\n")
-        write_parquet(data, staged.path(PARQUET_FILE))
-    return out_dir / REPORT_FILE
+        staged.text(names.SUMMARY, text + "\n")
+        write_parquet(data, staged.path(names.PARQUET))
+    return SweepFolder(out_dir).report
 
 
 def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str, int]:
@@ -59,16 +54,5 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     old_data, new_data = read_sweep(Path(old)), read_sweep(Path(new))
     result = compare(old_data, new_data)
     text = render_diff(result, old_name=str(old), new_name=str(new))
-    (Path(new) / DIFF_FILE).write_text(text, encoding="utf-8")
+    SweepFolder(new).diff.write_text(text, encoding="utf-8")
     return text, 1 if fail_on_regression and result.regressed_any else 0
-
-
-def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
-    """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
-    ``compare``: another sweep's folder; the page then marks what each model fixed or
-    regressed against it. Returns where it went."""
-    from sweeper.report.publish import publish_folder, publish_hub
-
-    if to.startswith("hf://"):
-        return publish_hub(Path(out_dir), to, compare=compare)
-    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)

@@ -28,3 +28,19 @@ def test_backward_alone_still_compares_the_forward_and_gradients_with_the_cpu():
     assert record.stages["backward"].status is Status.PASS
     assert {"forward", "backward"} <= set(record.numerics)
     assert record.max_abs_diff is not None
+
+
+def test_each_stage_is_told_as_it_starts_and_a_sweep_leaves_it_as_a_breadcrumb():
+    # A worker that dies mid-stage can only name the stage if it was told before the stage ran.
+    cfg = SweepConfig.of(device="cpu", stages=("load", "forward"))
+    heard: list[str] = []
+    check_model(zoo_ref("bert", 1), cfg, on_stage=heard.append)
+    assert heard == ["load", "to_device", "forward"]
+
+    from sweeper import runner
+    from sweeper.devices.spec import resolve_device
+    from sweeper.executors import breadcrumbs
+
+    breadcrumbs.begin("bert")
+    runner._checker(cfg, resolve_device(cfg)[0]).check(zoo_ref("bert", 1))
+    assert breadcrumbs.current().stage == "forward"

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status, base_record
 
 _HOLD: list[bytes] = []
@@ -111,8 +111,8 @@ def fault_check(ref: ModelRef, cfg: Any, *, marker_dir: str | None = None) -> Mo
         assert marker_dir is not None, "killparent faults need a marker_dir"
         _kill_parent(ref, marker_dir)
     elif ref.model_id.startswith("fault/") and name in FAULTS:
-        progress.mark(stage="forward")
-        progress.mark(op=f"aten::{name}")
+        breadcrumbs.mark(stage="forward")
+        breadcrumbs.mark(op=f"aten::{name}")
         FAULTS[name]()
     record = ok_check(ref, cfg)
     torch = sys.modules.get("torch")
@@ -182,7 +182,7 @@ def check_fault_records(got: dict[str, ModelRecord]) -> None:
 
 def compiling_check(ref: ModelRef, cfg: Any, *, compile_s: float = 3.0) -> ModelRecord:
     """A model that sits in its compile stage for ``compile_s`` seconds (progress-bar tests)."""
-    progress.mark(stage="compile")
+    breadcrumbs.mark(stage="compile")
     time.sleep(compile_s)
     return ok_check(ref, cfg)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from sweeper.devices.base import Device, Recording
+from sweeper.folder import SweepFolder
 
 
 class TrnsimDevice(Device):
@@ -31,7 +31,7 @@ class TrnsimDevice(Device):
         self.collect_all = bool(options.get("collect_all", False))
         self._profile: Any = None
         out_dir = options.get("out_dir")
-        self.repro_dir: str | None = str(Path(out_dir) / "repros") if out_dir else None
+        self.repro_dir: str | None = str(SweepFolder(out_dir).repros) if out_dir else None
 
     @property
     def torch_device(self) -> str:
@@ -70,8 +70,12 @@ class TrnsimDevice(Device):
         self.setup()
         import sweeper.devices.trnsim.state as state
 
+        seen = Recording()
         with state.recording() as rec, state.collect_all(self.collect_all):
-            yield rec
+            try:
+                yield seen
+            finally:  # a stage that raised still reports what ran before it failed
+                _copy(rec, seen)
 
     def synchronize(self) -> None:
         """Execution is synchronous."""
@@ -103,3 +107,12 @@ class TrnsimDevice(Device):
         torch._dynamo.reset()
         compiler.reset_lowered()
         gc.collect()
+
+
+def _copy(rec: Any, seen: Recording) -> None:
+    """The simulator's ``OpRecording`` into the sweep's ``Recording`` (same fields)."""
+    seen.ops.update(rec.ops)
+    seen.fallback_ops.update(rec.fallback_ops)
+    seen.errors.extend(rec.errors)
+    seen.blockers.extend(rec.blockers)
+    seen.compile_problems.extend(rec.compile_problems)
