@@ -86,20 +86,20 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from sweeper.check import check_model, device_for
+    from sweeper.check import Checker
     from sweeper.config import SweepConfig
     from sweeper.sources.zoo import zoo_ref, zoo_types
 
     types = [t for t in args.types.split(",") if t] or list(zoo_types()[:args.models])
     if "llama" not in types:
         types.append("llama")
-    cfg = SweepConfig(device="trnsim")
-    device_for(cfg)
+    cfg = SweepConfig.of(device="trnsim")
+    checker = Checker.for_settings(cfg).setup()
     warm_up()
     last = timed_compile_stage()
     walls, cpus, llama = [], [], None
     for rank, model_type in enumerate(types, start=1):
-        record = check_model(zoo_ref(model_type, rank), cfg)
+        record = checker.check(zoo_ref(model_type, rank))
         stage = record.stages.get("compile")
         if stage is None or stage.status.value == "blocked":
             print(f"{model_type:14s} compile not reached: {record.status.value}")

@@ -69,12 +69,12 @@ def part_zoo(args: argparse.Namespace, executor: str, workers: int) -> dict:
     ``ray.init`` is left out (``ray_start_s`` reports it).
     """
     started = time.perf_counter()
-    from sweeper.check import check_model
+    from sweeper.check import Checker
     from sweeper.executors.base import get_executor
     from sweeper.runner import plan
 
     cfg = _zoo_cfg(args, executor, workers)
-    refs = plan(cfg)[0]
+    refs, _, spec = plan(cfg)
     if executor == "inline":
         import torch
 
@@ -95,7 +95,7 @@ def part_zoo(args: argparse.Namespace, executor: str, workers: int) -> dict:
 
     ex = get_executor(cfg)
     try:
-        ex.run(iter(refs), cfg, check=check_model, on_record=on_record)
+        ex.run(iter(refs), cfg, check=Checker(cfg, spec), on_record=on_record)
     finally:
         seconds = time.perf_counter() - started - ray_init
         ex.close()
@@ -124,7 +124,7 @@ def part_scale(args: argparse.Namespace) -> dict:
     from sweeper.store import RecordStore
 
     os.fsync = lambda fd: None  # see the module docstring
-    cfg = SweepConfig(executor="ray", workers=2, worker_max_models=1_000_000)
+    cfg = SweepConfig.of(executor="ray", workers=2, worker_max_models=1_000_000)
     connect(cfg)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     count = 0

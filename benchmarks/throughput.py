@@ -52,15 +52,15 @@ def _floor_init(argv: list[str], refs: list) -> None:
     started = time.perf_counter()
     import torch
 
-    from sweeper.check import device_for
+    from sweeper.check import Checker
 
     torch.set_num_threads(1)
     args = _parser().parse_args(argv)
     cfg = _cfg(args, executor="inline")
-    device_for(cfg)
+    checker = Checker.for_settings(cfg).setup()
     import transformers  # noqa: F401 - a worker's first model imports it; count it as start-up
 
-    _FLOOR.update(cfg=cfg, refs=refs, imports_s=time.perf_counter() - started)
+    _FLOOR.update(checker=checker, refs=refs, imports_s=time.perf_counter() - started)
     gc.freeze()  # what survives the imports is live: later collections need not scan it
 
 
@@ -68,14 +68,12 @@ def _floor_one(index: int) -> tuple[str, float]:
     """One model in a bare loop's process: the check, then what any loop must drop."""
     import torch
 
-    from sweeper.check import check_model, device_for
-
-    cfg = _FLOOR["cfg"]
-    status = check_model(_FLOOR["refs"][index], cfg).status.value
+    checker = _FLOOR["checker"]
+    status = checker.check(_FLOOR["refs"][index]).status.value
     # Compiled graphs and guards of one model are dead weight for the next (a sweep's
     # worker drops them too).
     torch._dynamo.reset()
-    device_for(cfg).reset_between_models()
+    checker.between_models()
     return status, _FLOOR["imports_s"]
 
 
@@ -135,7 +133,7 @@ def trivial_check(ref, cfg):
     """The cheapest record: what the harness costs per model when the model costs nothing."""
     from sweeper.records import ModelRecord, Status
 
-    return ModelRecord(sweep_id="", model_id=ref.model_id, key=ref.key, device=cfg.device, status=Status.PASS, rank=ref.rank)
+    return ModelRecord(sweep_id="", model_id=ref.model_id, key=ref.key, device=cfg.device.spec, status=Status.PASS, rank=ref.rank)
 
 
 def part_harness(args: argparse.Namespace, executor: str) -> dict:

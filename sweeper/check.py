@@ -16,7 +16,8 @@ from collections.abc import Callable, Collection
 from sweeper import control, origins, stages
 from sweeper.classify import classify
 from sweeper.config import SweepConfig
-from sweeper.devices.base import Device, Recording, get_device
+from sweeper.devices.base import Device, Recording
+from sweeper.devices.spec import DeviceSpec
 from sweeper.records import (
     ModelRecord,
     ModelRef,
@@ -46,30 +47,80 @@ NEEDS: dict[Stage, tuple[Stage, ...]] = {
     Stage.COMPILE: (Stage.LOAD, Stage.TO_DEVICE),
 }
 
-_DEVICES: dict[tuple, Device] = {}
+class Checker:
+    """``check_model`` for one sweep, with its device set up once per process.
+
+    Made in planning from the settings and the ``DeviceSpec`` and shipped to each worker
+    as is (it pickles without its device); the worker calls ``setup()`` once, then
+    ``check(ref)`` per model and ``between_models()`` after each.
+    """
+
+    def __init__(self, cfg: SweepConfig, spec: DeviceSpec, *, on_stage: Callable[[str], None] | None = None) -> None:
+        # on_stage: told each stage's name as it starts (a module-level function, so the
+        # checker pickles: a worker's breadcrumbs.mark).
+        self.cfg, self.spec, self.on_stage = cfg, spec, on_stage
+        self.device: Device | None = None
+        self._failed: Exception | None = None
+
+    def __getstate__(self) -> dict:
+        return {"cfg": self.cfg, "spec": self.spec, "on_stage": self.on_stage}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["cfg"], state["spec"], on_stage=state["on_stage"])  # type: ignore[misc]
+
+    def setup(self) -> Checker:
+        """Build and set the device up (once; a failure is reported by each ``check``)."""
+        if self.device is None and self._failed is None:
+            try:
+                device = self.spec.build()
+                device.setup()
+                self.device = device
+            except Exception as exc:  # noqa: BLE001 - each model's record says the device did not start
+                self._failed = exc
+        return self
+
+    @classmethod
+    def for_settings(cls, cfg: SweepConfig, *, on_stage: Callable[[str], None] | None = None) -> Checker:
+        """A checker for ``cfg`` alone (``sweep one``, tests): resolves the device here."""
+        from sweeper.devices.spec import resolve_device
+
+        spec, _ = resolve_device(cfg, out_dir=str(cfg.out_dir))
+        return cls(cfg, spec, on_stage=on_stage)
+
+    def check(self, ref: ModelRef) -> ModelRecord:
+        """The record of ``ref`` on this checker's device (never raises)."""
+        self.setup()
+        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage)
+
+    def between_models(self) -> None:
+        """Clear what one model may leave in the device (caches, counters)."""
+        if self.device is not None:
+            with contextlib.suppress(Exception):
+                self.device.reset_between_models()
 
 
-def device_for(cfg: SweepConfig) -> Device:
-    """One set-up device per process and settings (a PrivateUse1 name registers once)."""
-    key = (cfg.device, cfg.device_profile, cfg.collect_all, str(cfg.out_dir))
-    if key not in _DEVICES:
-        device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all,
-                            out_dir=str(cfg.out_dir))
-        device.setup()
-        _DEVICES[key] = device
-    return _DEVICES[key]
-
-
-def check_model(
-    ref: ModelRef, cfg: SweepConfig, *, sweep_id: str = "", on_stage: Callable[[str], None] | None = None
-) -> ModelRecord:
-    """Run the selected stages for ``ref`` on ``cfg.device``; always returns a record.
+def check_model(ref: ModelRef, cfg: SweepConfig, *, on_stage: Callable[[str], None] | None = None) -> ModelRecord:
+    """``ref``'s record on ``cfg``'s device, built in this process; never raises.
     ``on_stage`` is told each stage's name as it starts."""
+    try:
+        checker = Checker.for_settings(cfg, on_stage=on_stage)
+    except Exception as exc:  # noqa: BLE001 - a device that cannot be made is the record's error
+        return _check(ref, cfg, None, failed=exc, on_stage=on_stage)
+    return checker.check(ref)
+
+
+def _check(
+    ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
+    on_stage: Callable[[str], None] | None = None,
+) -> ModelRecord:
+    """Run the selected stages for ``ref`` on ``device``; ``failed``: the device could not
+    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts."""
     started = time.perf_counter()
-    record = base_record(ref, sweep_id=sweep_id, device=cfg.device, status=Status.PASS, weights=cfg.weights, dtype=cfg.dtype)
+    record = base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
     record.repro = repro_command(ref, cfg)
     try:
-        device = device_for(cfg)
+        if failed is not None or device is None:
+            raise failed or RuntimeError("no device")
         record.versions = versions(device)
         _run_stages(ref, cfg, device, record, on_stage=on_stage)
     except Exception as exc:  # set-up outside any stage: still one record
@@ -91,8 +142,9 @@ def selected_stages(names: Collection[str]) -> list[Stage]:
 def _run_stages(
     ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *, on_stage: Callable[[str], None] | None = None
 ) -> None:
-    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, on_stage=on_stage)
-    selected = selected_stages(cfg.stages)
+    selected = selected_stages(cfg.check.stages)
+    runs = frozenset(s.value for s in selected)
+    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage)
     passed: set[Stage] = set()
     stop = False
     device.reset_peak_memory()
@@ -109,7 +161,7 @@ def _run_stages(
         # or only a soft one) produced what later stages need.
         if completed or (result.reason is not None and kind_info(result.reason.kind).soft):
             passed.add(stage)
-        elif not cfg.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
+        elif not cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
             stop = True
     _attribute(record, ctx, device)
     _finish(record, ctx, device)

@@ -39,7 +39,7 @@ app = typer.Typer(
 )
 
 Top = Annotated[int | None, typer.Option("--top", help="Take the first N models in rank order.")]
-Device = Annotated[str, typer.Option("--device", "-d", help="Torch device string: cpu, cuda, trnsim, ... (see `sweep devices`).")]
+Device = Annotated[str | None, typer.Option("--device", "-d", help="Torch device string: cpu (default), cuda, trnsim, ... (see `sweep devices`).")]
 Weights = Annotated[str | None, typer.Option("--weights", help="tiny (offline default) | random | pretrained.")]
 Stages = Annotated[list[str] | None, typer.Option("--stages", help="Stages to run (comma-separated): load,to_device,forward,backward,compile.")]
 CompileBackend = Annotated[str | None, typer.Option("--compile-backend", help="torch.compile backend instead of the device's (aot_eager, inductor, ...).")]
@@ -59,7 +59,7 @@ def _opts(**values: Any) -> dict[str, Any]:
 def sweep(
     ctx: typer.Context,
     top: Top = None,
-    device: Device = "cpu",
+    device: Device = None,
     source: Annotated[str | None, typer.Option("--source", help="auto (Hub, else snapshot, else zoo) | zoo | catalog | hub.")] = None,
     catalog: Catalog = None,
     weights: Weights = None,
@@ -128,7 +128,7 @@ def sweep(
 @app.command()
 def one(
     model: Annotated[str, typer.Argument(help="A model id (Hub id, zoo id, or model type such as `bert`).")],
-    device: Device = "cpu",
+    device: Device = None,
     weights: Weights = None,
     stages: Stages = None,
     architecture: Annotated[str | None, typer.Option("--architecture", help="Head class to build, e.g. BertForMaskedLM.")] = None,
@@ -143,7 +143,7 @@ def one(
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
     """Check one model in this process and print everything about it."""
-    from sweeper.check import check_model
+    from sweeper.check import Checker
     from sweeper.config import build_config
     from sweeper.resolve import resolve_model
 
@@ -151,18 +151,15 @@ def one(
                              device_profile=device_profile, dtype=dtype, collect_all=collect_all,
                              retie_weights=retie_weights, catalog=catalog, executor="inline",
                              trust_remote_code=trust_remote_code, seed=seed))
-    from sweeper.devices.base import get_device
-
-    ok, why = get_device(cfg.device).available()
-    if not ok:
-        raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
+    # The device as a sweep's workers build it: its profile, --collect-all, the spec's checks.
+    checker = Checker.for_settings(cfg)
     ref = resolve_model(model, cfg, architecture=architecture)
     from sweeper.hub_access import settle_hub_access
 
     hub = settle_hub_access(cfg, [ref])
     if hub:
         print(f"note: {hub}", file=sys.stderr)
-    record = check_model(ref, cfg)
+    record = checker.check(ref)
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
     else:
@@ -184,7 +181,8 @@ def devices() -> None:
             ok, why = dev.available()
             desc, needs = dev.description, dev.needs
         except Exception as exc:  # a plugin that cannot even be built is shown, not fatal
-            ok, why, desc, needs = False, f"{type(exc).__name__}: {exc}", getattr(factory, "__doc__", "") or "", ""
+            doc = "" if isinstance(factory, str) else getattr(factory, "__doc__", "") or ""  # a "module:attr" not importable
+            ok, why, desc, needs = False, f"{type(exc).__name__}: {exc}", doc, ""
         rows.append((name, "yes" if ok else "no", desc or "", needs or "", why))
     print(f"{'device':<8} {'usable':<6} description")
     for name, ok, desc, needs, why in rows:

@@ -9,7 +9,7 @@ the ref and the settings alone (no torch, no transformers import), in three part
   a config.json in the local Hub cache, or the model type's default), the model type, the
   head-class inputs (``ref.architecture``, the config's ``architectures``, the head
   mappings the ``pipeline_tag`` asks for) and whether the library is supported;
-- **settings**: every ``SweepConfig`` field except those that only say *which* models run
+- **settings**: every setting (``SweepConfig.to_dict``) except those that only say *which* models run
   or *how* they are scheduled (``NOT_OUTCOME``), a new field counts by default;
 - **environment**: torch, transformers, huggingface_hub, Python and sweeper versions, a
   digest of sweeper's own source, and the device profile's name and content hash.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,8 @@ SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers", ""})
 NOT_OUTCOME = frozenset(
     {
         "top", "source", "catalog", "executor", "out", "workers", "address", "retries", "worker_max_models",
-        "max_in_flight", "hub_timeout", "tasks", "libraries", "model_types", "include", "exclude", "extra",
+        "max_in_flight", "hub_timeout", "hub_limit", "hub_backoff_s", "tasks", "libraries", "model_types", "include",
+        "exclude",
         "num_gpus", "reuse", "cache",
         # The profile's file path is replaced by its content hash (environment part).
         "device_profile",
@@ -81,8 +81,8 @@ def settings(cfg: SweepConfig) -> dict[str, Any]:
     """The settings that decide one model's outcome (stages normalised to the run set)."""
     from sweeper.records import Stage
 
-    data = {k: v for k, v in asdict(cfg).items() if k not in NOT_OUTCOME}
-    data["stages"] = sorted({s.value for s in Stage if s.value in cfg.stages})
+    data = {k: v for k, v in cfg.to_dict().items() if k not in NOT_OUTCOME}
+    data["stages"] = sorted({s.value for s in Stage if s.value in cfg.check.stages})
     return data
 
 
@@ -104,7 +104,7 @@ def hub_cached_config(ref: ModelRef) -> dict[str, Any] | None:
 
 def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[Any, ...]:
     """Where the check's config comes from, as ``materialize.build.config_data`` decides."""
-    if cfg.weights == "pretrained":
+    if cfg.materialise.weights == "pretrained":
         return ("repo", ref.model_id, ref.revision)
     if ref.config is not None:
         return ("ref", digest(ref.config))

@@ -116,10 +116,10 @@ def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
     wants_hub = any(ref.config is None and ref.source not in (None, "zoo") for ref in refs)
     if not wants_hub or hub_offline():
         return None
-    why = probe(cfg.hub_timeout)
+    why = probe(cfg.source.hub_timeout)
     if why is None:
         return None
     go_offline()
-    if cfg.weights == "pretrained":
+    if cfg.materialise.weights == "pretrained":
         return f"Hub unreachable ({why}): pretrained weights will fail as download errors"
     return f"Hub unreachable ({why}): configs are the model types' defaults"

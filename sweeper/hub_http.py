@@ -177,8 +177,8 @@ _INSTALL_LOCK = threading.Lock()
 
 def settings(cfg: SweepConfig) -> tuple[str, float, RetryPolicy]:
     """The endpoint, requests per minute and retry policy ``cfg`` asks for."""
-    policy = RetryPolicy(tries=cfg.hub_tries, base_s=float(cfg.extra.get("hub_backoff_s", 1.0)))
-    return endpoint(), cfg.hub_rpm, policy
+    policy = RetryPolicy(tries=cfg.source.hub_tries, base_s=cfg.source.hub_backoff_s)
+    return endpoint(), cfg.source.hub_rpm, policy
 
 
 def install(cfg: SweepConfig) -> None:

@@ -17,23 +17,23 @@ ALL_STAGES = tuple(s.value for s in Stage)
 def repro_command(ref: ModelRef, cfg: SweepConfig) -> str:
     """``sweep one ... MODEL`` with every flag that changes the outcome; paths absolute, so
     the command runs from any folder."""
-    parts = ["sweep", "one", "--device", cfg.device, "--weights", cfg.weights]
+    parts = ["sweep", "one", "--device", cfg.device.spec, "--weights", cfg.materialise.weights]
     if ref.architecture:
         parts += ["--architecture", ref.architecture]
-    if cfg.dtype != "float32":
-        parts += ["--dtype", cfg.dtype]
-    if tuple(cfg.stages) != ALL_STAGES:
-        parts += ["--stages", ",".join(cfg.stages)]
-    if cfg.compile_backend:
-        parts += ["--compile-backend", cfg.compile_backend]
-    if cfg.device_profile:
-        parts += ["--device-profile", os.path.abspath(cfg.device_profile)]
-    if cfg.catalog and ref.source == "catalog":
-        parts += ["--catalog", os.path.abspath(cfg.catalog)]
-    if cfg.seed:
-        parts += ["--seed", str(cfg.seed)]
-    for flag, on in (("--collect-all", cfg.collect_all), ("--retie-weights", cfg.retie_weights),
-                     ("--trust-remote-code", cfg.trust_remote_code)):  # fmt: skip
+    if cfg.device.dtype != "float32":
+        parts += ["--dtype", cfg.device.dtype]
+    if tuple(cfg.check.stages) != ALL_STAGES:
+        parts += ["--stages", ",".join(cfg.check.stages)]
+    if cfg.device.compile_backend:
+        parts += ["--compile-backend", cfg.device.compile_backend]
+    if cfg.device.profile:
+        parts += ["--device-profile", os.path.abspath(cfg.device.profile)]
+    if cfg.source.catalog and ref.source == "catalog":
+        parts += ["--catalog", os.path.abspath(cfg.source.catalog)]
+    if cfg.materialise.seed:
+        parts += ["--seed", str(cfg.materialise.seed)]
+    for flag, on in (("--collect-all", cfg.device.collect_all), ("--retie-weights", cfg.device.retie_weights),
+                     ("--trust-remote-code", cfg.materialise.trust_remote_code)):  # fmt: skip
         if on:
             parts.append(flag)
     # After "--" an id that looks like a flag (``--device=cuda``) is still the model.

@@ -30,7 +30,7 @@ def _from_hub(model: str, cfg: SweepConfig) -> ModelRef | None:
         from sweeper.hub_http import install
 
         install(cfg)
-        info = model_info(model, timeout=cfg.hub_timeout)
+        info = model_info(model, timeout=cfg.source.hub_timeout)
     except Exception as exc:  # unreachable Hub or unknown repo: the caller says which
         if type(exc).__name__ in ("RepositoryNotFoundError", "RevisionNotFoundError"):
             raise UsageError(f"unknown model {model!r}: the Hub has no such repository") from None
@@ -46,10 +46,10 @@ def _from_hub(model: str, cfg: SweepConfig) -> ModelRef | None:
 def resolve_model(model: str, cfg: SweepConfig, *, architecture: str | None = None) -> ModelRef:
     """The catalog's entry, else the zoo's (by id or model type), else the Hub's."""
     ref = None
-    if cfg.catalog:
+    if cfg.source.catalog:
         ref = _find(model, cfg, "catalog")
     ref = ref or _find(model, cfg, "zoo") or _from_hub(model, cfg)
     if ref is None:
-        where = "the catalog, " if cfg.catalog else ""
+        where = "the catalog, " if cfg.source.catalog else ""
         raise UsageError(f"unknown model {model!r}: not in {where}the zoo, and the Hub is unreachable (try a model type such as `bert`)")
     return dataclasses.replace(ref, architecture=architecture) if architecture else ref

@@ -163,7 +163,7 @@ class Reuse:
 
 
 def for_sweep(cfg: SweepConfig, device_info: dict, *, known: Iterable[ModelRecord], fingerprinted: bool) -> Reuse:
-    """The sweep's ``Reuse``: sharing per ``cfg.reuse``, ``--cache`` when given (with
+    """The sweep's ``Reuse``: sharing per ``cfg.output.reuse``, ``--cache`` when given (with
     ``--no-reuse`` the cache is written, never read: a refresh).
 
     ``fingerprinted`` is False for a check other than ``check_model`` (a test's, a
@@ -176,8 +176,8 @@ def for_sweep(cfg: SweepConfig, device_info: dict, *, known: Iterable[ModelRecor
     if not fingerprinted:
         return Reuse(lambda ref: "", repro=lambda ref: repro_command(ref, cfg), enabled=False)
     fingerprinter = Fingerprinter(cfg, device_info)
-    cache = ResultCache(cfg.cache) if cfg.cache else None
+    cache = ResultCache(cfg.output.cache) if cfg.output.cache else None
     return Reuse(
-        fingerprinter, repro=lambda ref: repro_command(ref, cfg), enabled=cfg.reuse,
-        known=known if cfg.reuse else (), cache=cache, cacheable=fingerprinter.cacheable,
+        fingerprinter, repro=lambda ref: repro_command(ref, cfg), enabled=cfg.output.reuse,
+        known=known if cfg.output.reuse else (), cache=cache, cacheable=fingerprinter.cacheable,
     )

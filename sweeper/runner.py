@@ -16,9 +16,9 @@ from typing import Any
 
 from sweeper.cache import describe as describe_cache
 from sweeper.config import SweepConfig
-from sweeper.devices.base import get_device
+from sweeper.devices.spec import DeviceSpec, resolve_device
 from sweeper.errors import UsageError
-from sweeper.executors.base import CheckFn, get_executor
+from sweeper.executors.base import Check, CheckFn, get_executor
 from sweeper.folder import SweepFolder
 from sweeper.folder_lock import own_folder
 from sweeper.hub_access import settle_hub_access
@@ -46,11 +46,12 @@ class SweepResult:
     source: dict[str, Any]
 
 
-PlanResult = tuple[list[ModelRef] | RefStream, dict[str, Any], dict[str, Any]]
+PlanResult = tuple[list[ModelRef] | RefStream, dict[str, Any], DeviceSpec]
 
 
 def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> PlanResult:
-    """Resolve device and source and list the refs; raises UsageError on bad input.
+    """Resolve device (its ``DeviceSpec``, made once here) and source and list the refs;
+    raises UsageError on bad input.
 
     A source that lists while the sweep runs (the Hub) comes back as a ``RefStream`` with
     its first ref already pulled; any other source's refs come back as a list. ``say``
@@ -58,7 +59,7 @@ def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> PlanR
     the zoo); bad input found at once (an unknown device, a malformed catalog) stays a
     single error line.
     """
-    line = f"sweep: planning ({cfg.source} source, device {cfg.device}; importing torch) ..."
+    line = f"sweep: planning ({cfg.source.name} source, device {cfg.device.spec}; importing torch) ..."
     timer = threading.Timer(SAY_AFTER_S, say or (lambda text: None), [line])
     timer.daemon = True
     timer.start()
@@ -69,16 +70,13 @@ def plan(cfg: SweepConfig, *, say: Callable[[str], None] | None = None) -> PlanR
 
 
 def _plan(cfg: SweepConfig) -> PlanResult:
-    device = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all)
-    ok, why = device.available()
-    if not ok:
-        raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
+    spec, _ = resolve_device(cfg, out_dir=str(cfg.out_dir))
     install(cfg)  # before the first Hub request: the listing is rate limited and retried
     source = get_source(cfg)
-    stream = RefStream(select(source.refs(), cfg), expected=cfg.top or getattr(source, "limit", None))
+    stream = RefStream(select(source.refs(), cfg), expected=cfg.source.top or getattr(source, "limit", None))
     first = stream.first()
     if first is None:
-        raise UsageError(f"no models to sweep: the {source.describe().get('name', cfg.source)} source matched nothing")
+        raise UsageError(f"no models to sweep: the {source.describe().get('name', cfg.source.name)} source matched nothing")
     refs: list[ModelRef] | RefStream = stream
     if getattr(source, "streaming", False):
         stream.describe = source.describe
@@ -86,28 +84,27 @@ def _plan(cfg: SweepConfig) -> PlanResult:
         refs = list(stream.todo(set()))
         if stream.error is not None:
             raise stream.error
-    device_info = {"spec": cfg.device, "profile": device.profile_info()}
     source_info = dict(source.describe())
     hub = settle_hub_access(cfg, [first] if isinstance(refs, RefStream) else refs)
     if hub:
         source_info["hub"] = hub
-    return refs, source_info, device_info
+    return refs, source_info, spec
 
 
 def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = False, write_report: bool = True) -> SweepResult:
     """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
 
-    Each distinct check runs once (``sweeper.reuse``) unless ``cfg.reuse`` is off or
+    Each distinct check runs once (``sweeper.reuse``) unless ``cfg.output.reuse`` is off or
     ``check`` is not the real ``check_model``; refs a live listing streams are each run.
     The output folder is locked for the whole run: a second sweep on it exits 2.
     """
-    refs, source_info, device_info = plan(cfg, say=None if quiet else _say)
+    refs, source_info, spec = plan(cfg, say=None if quiet else _say)
     with own_folder(cfg.out_dir):
-        return _run(cfg, refs, source_info, device_info, check=check, quiet=quiet, write_report=write_report)
+        return _run(cfg, refs, source_info, spec, check=check, quiet=quiet, write_report=write_report)
 
 
 def _run(
-    cfg: SweepConfig, refs: Any, source_info: dict[str, Any], device_info: dict[str, Any], *,
+    cfg: SweepConfig, refs: Any, source_info: dict[str, Any], spec: DeviceSpec, *,
     check: CheckFn | None, quiet: bool, write_report: bool,
 ) -> SweepResult:
     from sweeper.reuse import for_sweep
@@ -118,7 +115,7 @@ def _run(
     if not quiet:
         why = "".join(f" ({source_info[k]})" for k in ("why", "hub") if source_info.get(k))
         count = f"{total} models" if stream is None else f"up to {total} models as the listing streams"
-        print(f"source: {source_info.get('name')}{why}; {count}; device {cfg.device}; out {out}", file=sys.stderr)
+        print(f"source: {source_info.get('name')}{why}; {count}; device {cfg.device.spec}; out {out}", file=sys.stderr)
     store = RecordStore(out).open()
     if store.rejected_lines:
         print(
@@ -127,7 +124,8 @@ def _run(
         )
     done = store.done_keys()
     real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
-    reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.reuse else (), fingerprinted=real_check)
+    device_info = spec.info()
+    reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.output.reuse else (), fingerprinted=real_check)
     batch: Iterable[ModelRef]
     if stream is None:
         todo = [ref for ref in refs if ref.key not in done]
@@ -158,7 +156,7 @@ def _run(
                 progress.say(starting_line(cfg, len(batch) if isinstance(batch, list) else total - skipped))
                 executor = get_executor(cfg)
                 progress.watch(getattr(executor, "running", lambda: []))
-            executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
+            executor.run(iter(batch), cfg, check=check or _checker(cfg, spec), on_record=lambda r: write(reuse.settle(r)))
             batch = reuse.next_round()
     except KeyboardInterrupt:
         interrupted = True
@@ -189,10 +187,10 @@ def _say(text: str) -> None:
 def starting_line(cfg: SweepConfig, models: int) -> str:
     """What happens before the first record (seconds to a minute): said before it starts."""
     checks = f"{models} check{'s' if models != 1 else ''}"
-    if cfg.executor == "ray":
-        where = f"attaching to Ray at {cfg.address}" if cfg.address else "starting Ray (local)"
+    if cfg.execution.executor == "ray":
+        where = f"attaching to Ray at {cfg.execution.address}" if cfg.execution.address else "starting Ray (local)"
         return f"{where}; its workers import torch and transformers before the first of {checks} ..."
-    if cfg.executor == "process":
+    if cfg.execution.executor == "process":
         from sweeper.executors.process import default_workers
 
         n = min(default_workers(cfg), models) if models else default_workers(cfg)
@@ -200,15 +198,13 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
     return f"running {checks} in this process ..."
 
 
-def _check_model() -> CheckFn:
+def _checker(cfg: SweepConfig, spec: DeviceSpec) -> Check:
     """The real check, imported when a model is about to run (it imports torch); each stage
     it starts is marked in the worker's breadcrumbs, so a crash record names the stage."""
-    import functools
-
-    from sweeper.check import check_model
+    from sweeper.check import Checker
     from sweeper.executors import breadcrumbs
 
-    return functools.partial(check_model, on_stage=breadcrumbs.mark)
+    return Checker(cfg, spec, on_stage=breadcrumbs.mark)
 
 
 def _start_meta(folder: SweepFolder, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> SweepMeta:

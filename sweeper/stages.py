@@ -38,6 +38,8 @@ class StageContext:
     ref: ModelRef
     cfg: SweepConfig
     device: Device
+    # The stages that run (the selected ones and those they need, ``check.selected_stages``).
+    runs: frozenset[str] = frozenset()
     built: Built | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
     output: Any = None
@@ -54,11 +56,12 @@ class StageContext:
 def load(ctx: StageContext) -> None:
     """Build the model and inputs on the CPU; run the CPU reference for numerics."""
     ctx.built = materialize(ctx.ref, ctx.cfg)
-    wanted = set(ctx.cfg.stages)
+    # Whatever runs the forward compares it: by the stages that run, not only those named.
+    wanted = ctx.runs or frozenset(ctx.cfg.check.stages)
     if ctx.device.torch_device != "cpu" and wanted & {"forward", "backward"}:
         # pristine: caches the CPU forward fills stay off the model the device runs.
         with pristine(ctx.built.model):
-            run = cpu_reference(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.seed,
+            run = cpu_reference(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.materialise.seed,
                                 has_labels=ctx.built.has_labels, grads="backward" in wanted)
         ctx.reference, ctx.reference_grads = run.output, run.grads
         if run.note:
@@ -69,7 +72,7 @@ def to_device(ctx: StageContext) -> None:
     """Move model and inputs; detect tied weights that the move untied."""
     built = _built(ctx)
     groups = tied_groups(built.model)
-    with swap_params_on_conversion(ctx.cfg.retie_weights and bool(groups)):
+    with swap_params_on_conversion(ctx.cfg.device.retie_weights and bool(groups)):
         built.model.to(ctx.device.torch_device)
     ctx.inputs = {k: _move(v, ctx.device.torch_device) for k, v in built.inputs.items()}
     ctx.device.synchronize()
@@ -86,7 +89,7 @@ def to_device(ctx: StageContext) -> None:
             + "; ".join(" = ".join(g) for g in broken[:3])
             + " (fix: --retie-weights)"
         )
-    if groups and ctx.cfg.retie_weights:
+    if groups and ctx.cfg.device.retie_weights:
         ctx.findings["retied_weights"] = True
 
 
@@ -94,7 +97,7 @@ def forward(ctx: StageContext) -> None:
     """Run the model on the device (eval mode, the CPU run's seed); compare with the CPU."""
     built = _built(ctx)
     built.model.eval()
-    with seeded(ctx.cfg.seed):
+    with seeded(ctx.cfg.materialise.seed):
         ctx.output = built.model(**ctx.inputs)
     ctx.device.synchronize()
     got = first_float(ctx.output)
@@ -104,7 +107,7 @@ def forward(ctx: StageContext) -> None:
         # (Infinities are compared: -inf is how many models mask logits.)
         raise NonFiniteReferenceError("the CPU reference output has NaN: the model's own result, so the "
                                       "device's cannot be judged against it")
-    tol = tolerance_for(ctx.cfg.dtype, atol=ctx.cfg.atol)
+    tol = tolerance_for(ctx.cfg.device.dtype, atol=ctx.cfg.check.atol)
     diff = compare(got, ctx.reference, tol)
     _numerics(ctx, "forward", diff)
     _numerics(ctx, "tolerance", tol.to_dict())
@@ -125,7 +128,7 @@ def _nondeterministic(ctx: StageContext, tol: Tolerance) -> bool:
     built = _built(ctx)
     assert ctx.reference is not None
     try:
-        again = cpu_rerun(built.model, built.inputs, seed=ctx.cfg.seed + 1).output
+        again = cpu_rerun(built.model, built.inputs, seed=ctx.cfg.materialise.seed + 1).output
     except Exception as exc:  # noqa: BLE001 - an inconclusive control leaves the verdict to the device run
         _numerics(ctx, "cpu_rerun", f"failed: {type(exc).__name__}: {str(exc)[:200]}")
         return False
@@ -141,12 +144,12 @@ def _nondeterministic(ctx: StageContext, tol: Tolerance) -> bool:
 def _format_error(ctx: StageContext, stage: str, got: dict[str, torch.Tensor]) -> bool:
     """For a reduced-precision sweep: whether the difference is the format's rounding
     (see ``numerics.FORMAT_MULTIPLIER``). One float32 CPU run serves forward and backward."""
-    if ctx.cfg.dtype == "float32":
+    if ctx.cfg.device.dtype == "float32":
         return False
     built = _built(ctx)
     if ctx.float32 is None:
         try:
-            ctx.float32 = float32_run(built.model, built.inputs, seed=ctx.cfg.seed,
+            ctx.float32 = float32_run(built.model, built.inputs, seed=ctx.cfg.materialise.seed,
                                       has_labels=built.has_labels, grads=ctx.reference_grads is not None)
         except Exception as exc:  # noqa: BLE001 - no yardstick: the comparison stands
             _numerics(ctx, "float32_run", f"failed: {type(exc).__name__}: {str(exc)[:200]}")
@@ -183,7 +186,7 @@ def _judge_gradients(ctx: StageContext) -> None:
         return
     untied = set(ctx.findings.get("untied_params", ()))  # already the untied_weights blocker
     got = {n: p.grad for n, p in _built(ctx).model.named_parameters() if p.grad is not None and n not in untied}
-    tol = tolerance_for(ctx.cfg.dtype, atol=ctx.cfg.atol)
+    tol = tolerance_for(ctx.cfg.device.dtype, atol=ctx.cfg.check.atol)
     diff = compare_grads(got, ctx.reference_grads, tol)
     if diff is None:
         return
@@ -204,7 +207,7 @@ def compile_stage(ctx: StageContext) -> None:
     from torch._dynamo.utils import counters
 
     built = _built(ctx)
-    backend = ctx.cfg.compile_backend or ctx.device.compile_backend
+    backend = ctx.cfg.device.compile_backend or ctx.device.compile_backend
     torch._dynamo.reset()
     counters.clear()
     compiled = torch.compile(built.model, backend=backend)

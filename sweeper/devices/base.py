@@ -4,8 +4,10 @@ A ``Device`` wraps a torch device string with what the sweep needs around it: se
 (import a plugin, register a backend), the compile backend to use, op recording and
 fallback counts, memory statistics and the capability profile that goes into records.
 
-Devices register with ``@register_device("name")``; third-party packages add theirs with
-an entry point in the ``sweeper.devices`` group whose object is such a factory.
+The built-in devices are named in ``BUILTIN`` (``"module:attr"``, imported when used);
+third-party packages add theirs with an entry point in the ``sweeper.devices`` group whose
+object is a factory ``(spec, **options) -> Device``, or register one in-process with
+``@register_device("name")``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from importlib import metadata
 from typing import Any
 
 from sweeper.errors import UsageError
+from sweeper.plugins import resolve
 from sweeper.records import Reason
 
 
@@ -46,6 +49,10 @@ class Device:
     description: str = ""
     #: what a user must install or have for it to work
     needs: str = ""
+    #: how it is reached: ``torch`` (a device torch knows) or the simulator's ``trnsim``
+    kind: str = "torch"
+    #: whether each model needs a GPU of its own (executors reserve one per model)
+    gpus: bool = False
 
     def __init__(self, spec: str, **options: Any) -> None:
         # Options every device receives (devices ignore those they do not use):
@@ -95,7 +102,18 @@ class Device:
 
 
 DeviceFactory = Callable[..., Device]
-_REGISTRY: dict[str, type[Device] | DeviceFactory] = {}
+# Built-in devices, named rather than imported: a module is imported when its device is used.
+BUILTIN: dict[str, str] = {
+    "cpu": "sweeper.devices.torch_device:CpuDevice",
+    "cuda": "sweeper.devices.torch_device:CudaDevice",
+    "mps": "sweeper.devices.torch_device:MpsDevice",
+    "xpu": "sweeper.devices.torch_device:XpuDevice",
+    "hpu": "sweeper.devices.torch_device:HpuDevice",
+    "neuron": "sweeper.devices.torch_device:NeuronDevice",
+    "xla": "sweeper.devices.torch_device:XlaDevice",
+    "trnsim": "sweeper.devices.trnsim.device:TrnsimDevice",
+}
+_REGISTRY: dict[str, type[Device] | DeviceFactory | str] = dict(BUILTIN)
 _ENTRY_POINTS_LOADED = False
 
 
@@ -110,36 +128,34 @@ def register_device(name: str) -> Callable[[Any], Any]:
 
 
 def _load_entry_points() -> None:
+    """Plugins' devices: entry points in the ``sweeper.devices`` group, loaded when used."""
     global _ENTRY_POINTS_LOADED
     if _ENTRY_POINTS_LOADED:
         return
     _ENTRY_POINTS_LOADED = True
     for ep in metadata.entry_points(group="sweeper.devices"):
-        try:
-            _REGISTRY.setdefault(ep.name, ep.load())
-        except Exception:  # a broken plugin must not break the other devices
-            continue
+        _REGISTRY.setdefault(ep.name, ep.value)
 
 
-def _load_builtin() -> None:
-    # Imported for their registrations; kept lazy so `import sweeper` stays light.
-    from sweeper.devices import torch_device  # noqa: F401
-
-    with contextlib.suppress(ImportError):
-        from sweeper.devices import trnsim_entry  # noqa: F401
-
-
-def known_devices() -> dict[str, type[Device] | DeviceFactory]:
-    """All registered device names and their factories."""
-    _load_builtin()
+def known_devices() -> dict[str, type[Device] | DeviceFactory | str]:
+    """All registered device names and their factories (or ``"module:attr"`` names of them)."""
     _load_entry_points()
     return dict(sorted(_REGISTRY.items()))
 
 
+def device_factory(name: str) -> type[Device] | DeviceFactory:
+    """The factory registered as ``name``, imported now; UsageError for an unknown name."""
+    registry = known_devices()
+    if name not in registry:
+        raise UsageError(f"unknown device {name!r}; known devices: {', '.join(registry)} (see `sweep devices`)")
+    try:
+        factory = resolve(registry[name])
+    except (ImportError, AttributeError) as exc:  # a plugin that is not (or badly) installed
+        raise UsageError(f"device {name!r} cannot be loaded: {type(exc).__name__}: {exc}") from None
+    _REGISTRY[name] = factory
+    return factory
+
+
 def get_device(spec: str, **options: Any) -> Device:
     """Build the device for ``spec`` (``cpu``, ``cuda:1``, ``trnsim``) or raise UsageError."""
-    base = spec.split(":", 1)[0].strip().lower()
-    registry = known_devices()
-    if base not in registry:
-        raise UsageError(f"unknown device {spec!r}; known devices: {', '.join(registry)} (see `sweep devices`)")
-    return registry[base](spec, **options)
+    return device_factory(spec.split(":", 1)[0].strip().lower())(spec, **options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sweeper.devices.base import Device, register_device
+from sweeper.devices.base import Device
 
 
 class TorchDevice(Device):
@@ -62,7 +62,6 @@ class TorchDevice(Device):
             mod.empty_cache()
 
 
-@register_device("cpu")
 class CpuDevice(TorchDevice):
     name = "cpu"
     description = "the host CPU (reference device; always available)"
@@ -80,18 +79,15 @@ class CpuDevice(TorchDevice):
         return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
-def _torch_device(name: str, description: str, needs: str, plugin: str | None = None) -> None:
-    cls = type(
-        f"{name.capitalize()}Device",
-        (TorchDevice,),
-        {"name": name, "description": description, "needs": needs, "plugin_module": plugin},
-    )
-    register_device(name)(cls)
+def _torch_device(name: str, description: str, needs: str, plugin: str | None = None, *, gpus: bool = False) -> type[TorchDevice]:
+    """A ``TorchDevice`` subclass for ``torch.<name>`` (named in ``devices.base.BUILTIN``)."""
+    attrs = {"name": name, "description": description, "needs": needs, "plugin_module": plugin, "gpus": gpus}
+    return type(f"{name.capitalize()}Device", (TorchDevice,), {"__module__": __name__, **attrs})
 
 
-_torch_device("cuda", "NVIDIA (or ROCm) GPUs through torch.cuda", "a CUDA/ROCm build of torch and a GPU")
-_torch_device("mps", "Apple GPUs through Metal", "macOS on Apple silicon")
-_torch_device("xpu", "Intel GPUs through torch.xpu", "an XPU build of torch and an Intel GPU")
-_torch_device("hpu", "Intel Gaudi through habana_frameworks", "habana_frameworks.torch", "habana_frameworks.torch")
-_torch_device("neuron", "AWS Trainium/Inferentia through the native PyTorch backend", "torch_neuronx", "torch_neuronx")
-_torch_device("xla", "TPUs and other XLA devices through torch_xla", "torch_xla", "torch_xla")
+CudaDevice = _torch_device("cuda", "NVIDIA (or ROCm) GPUs through torch.cuda", "a CUDA/ROCm build of torch and a GPU", gpus=True)
+MpsDevice = _torch_device("mps", "Apple GPUs through Metal", "macOS on Apple silicon")
+XpuDevice = _torch_device("xpu", "Intel GPUs through torch.xpu", "an XPU build of torch and an Intel GPU")
+HpuDevice = _torch_device("hpu", "Intel Gaudi through habana_frameworks", "habana_frameworks.torch", "habana_frameworks.torch")
+NeuronDevice = _torch_device("neuron", "AWS Trainium/Inferentia through the native PyTorch backend", "torch_neuronx", "torch_neuronx")
+XlaDevice = _torch_device("xla", "TPUs and other XLA devices through torch_xla", "torch_xla", "torch_xla")

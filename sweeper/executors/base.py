@@ -1,28 +1,71 @@
-"""The executor plug point: map ``check_model`` over refs, hand each record back.
+"""The executor plug point: run each ref's check, hand each record back.
 
 An executor never writes the store: it calls ``on_record`` in the driver for every ref it
-was given (a crash, timeout or lost worker still yields a record), and the driver writes.
+was given (a crash, timeout or lost worker still yields a record), and the driver writes
+(and stamps each record with the sweep's id).
+
+Which names exist and where each executor is built: ``sweeper.executors.registry``
+(imports none of them; a plugin registers with ``register_executor``).
+
+What an executor runs is a ``Check``: ``setup()`` once per worker process, ``check(ref)``
+per model, ``between_models()`` after each (``sweeper.check.Checker`` is the real one).
+A plain function ``fn(ref, cfg)`` (a test double, a benchmark's) is wrapped by ``as_check``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sweeper.errors import UsageError
+from sweeper.executors.registry import executor_factory, register_executor
 from sweeper.records import ModelRecord, ModelRef, Reason, ReasonKind, Status, base_record
 
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
+__all__ = ["Check", "CheckFn", "Executor", "FunctionCheck", "as_check", "failure_record", "get_executor", "register_executor"]
+
 CheckFn = Callable[[ModelRef, "SweepConfig"], ModelRecord]
 OnRecord = Callable[[ModelRecord], None]
+
+
+class Check(Protocol):
+    """One sweep's check, set up once per process that runs it."""
+
+    def setup(self) -> Any: ...
+
+    def check(self, ref: ModelRef) -> ModelRecord: ...
+
+    def between_models(self) -> None: ...
+
+
+@dataclass
+class FunctionCheck:
+    """A plain ``fn(ref, cfg)`` as a ``Check`` (nothing to set up or reset)."""
+
+    fn: CheckFn
+    cfg: SweepConfig
+
+    def setup(self) -> FunctionCheck:
+        return self
+
+    def check(self, ref: ModelRef) -> ModelRecord:
+        return self.fn(ref, self.cfg)
+
+    def between_models(self) -> None:
+        return None
+
+
+def as_check(check: Check | CheckFn, cfg: SweepConfig) -> Check:
+    """``check`` as a ``Check``: a ``Checker`` as is, a plain function wrapped."""
+    return check if hasattr(check, "between_models") else FunctionCheck(check, cfg)  # type: ignore[arg-type,return-value]
 
 
 class Executor(Protocol):
     """Runs ``check`` for each ref (in any order) and calls ``on_record`` once per ref."""
 
-    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None: ...
+    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: Check | CheckFn, on_record: OnRecord) -> None: ...
 
     def close(self) -> None: ...
 
@@ -35,7 +78,6 @@ def failure_record(
     kind: ReasonKind,
     message: str,
     stage: str | None = None,
-    sweep_id: str = "",
     infrastructure: bool = False,
 ) -> ModelRecord:
     """The record for a model whose worker crashed, hung or ran out of memory.
@@ -47,7 +89,7 @@ def failure_record(
     from sweeper.repro import repro_command
 
     reason = on_host(Reason(kind=kind, message=message, stage=stage), upstream_fails=False)
-    record = base_record(ref, sweep_id=sweep_id, device=cfg.device, status=status, weights=cfg.weights, dtype=cfg.dtype)
+    record = base_record(ref, sweep_id="", device=cfg.device.spec, status=status, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
     record.reason = reason
     record.blockers = [reason]
     record.repro = repro_command(ref, cfg)
@@ -59,17 +101,5 @@ def failure_record(
 
 
 def get_executor(cfg: SweepConfig) -> Executor:
-    """The executor the config names."""
-    if cfg.executor == "inline":
-        from sweeper.executors.inline import InlineExecutor
-
-        return InlineExecutor()
-    if cfg.executor == "process":
-        from sweeper.executors.process import ProcessExecutor
-
-        return ProcessExecutor(cfg)
-    if cfg.executor == "ray":
-        from sweeper.executors.ray import RayExecutor
-
-        return RayExecutor(cfg)
-    raise UsageError(f"unknown executor {cfg.executor!r}")
+    """The executor the config names (see ``sweeper.executors.registry``)."""
+    return executor_factory(cfg.execution.executor)(cfg)

@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 
 from sweeper.executors.worker import THREAD_VARS
+from sweeper.materialize.memory_estimate import WORKER_LIMIT_ENV
 
 MIB = 1024 * 1024
 MIN_LIMIT_MB = 512  # below this not even torch and transformers import
@@ -30,9 +31,12 @@ class Child:
     driver, Ray's worker) in every worker, and never fork a threaded parent (Ray workers are).
     """
 
-    def __init__(self, fd: int, num_threads: int, log_path: str) -> None:
+    def __init__(self, fd: int, num_threads: int, log_path: str, *, memory_limit_mb: int | None = None) -> None:
         env = dict(os.environ)
         env.update({var: str(num_threads) for var in THREAD_VARS})  # before torch is imported
+        env.pop(WORKER_LIMIT_ENV, None)
+        if memory_limit_mb:  # the budget a model's memory estimate is held to
+            env[WORKER_LIMIT_ENV] = str(int(memory_limit_mb))
         # The check function is pickled by reference: give the worker the parent's sys.path.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         cmd = [sys.executable, "-m", "sweeper.executors.worker", str(fd)]
@@ -67,8 +71,8 @@ def memory_limit_mb(cfg: Any, workers_on_node: int) -> int:
     total is more than the workers can ever get, and the kernel (or Ray's memory monitor)
     would kill them before the guard saw anything.
     """
-    if cfg.memory_limit_mb:
-        return int(cfg.memory_limit_mb)
+    if cfg.execution.memory_limit_mb:
+        return int(cfg.execution.memory_limit_mb)
     available = psutil.virtual_memory().available / MIB
     return max(MIN_LIMIT_MB, int(available * 0.8 / max(1, workers_on_node)))
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sweeper.executors import breadcrumbs
-from sweeper.executors.base import CheckFn, OnRecord
+from sweeper.executors.base import Check, CheckFn, OnRecord, as_check
 from sweeper.records import ModelRef
 
 if TYPE_CHECKING:
@@ -16,15 +16,16 @@ if TYPE_CHECKING:
 class InlineExecutor:
     """No isolation and no timeout: a crash ends the sweep. Use ``process`` or ``ray`` for real runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, cfg: SweepConfig | None = None) -> None:
         self.current: str | None = None
 
-    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
+    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: Check | CheckFn, on_record: OnRecord) -> None:
+        checker = as_check(check, cfg).setup()
         for ref in refs:
             breadcrumbs.begin(ref.key)
             self.current = ref.key
             try:
-                record = check(ref, cfg)
+                record = checker.check(ref)
             finally:
                 self.current = None
             on_record(record)

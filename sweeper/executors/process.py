@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweeper.executors import breadcrumbs
-from sweeper.executors.base import CheckFn, OnRecord
+from sweeper.executors.base import Check, CheckFn, OnRecord
 from sweeper.executors.child import memory_limit_mb
 from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot
 from sweeper.records import ModelRef
@@ -28,14 +28,14 @@ if TYPE_CHECKING:
 
 def default_workers(cfg: SweepConfig) -> int:
     """``--workers``, else as many as this machine's CPUs allow at ``--num-cpus`` each."""
-    if cfg.workers:
-        return cfg.workers
-    return max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9)))
+    if cfg.execution.workers:
+        return cfg.execution.workers
+    return max(1, int((os.cpu_count() or 1) // max(cfg.execution.num_cpus, 1e-9)))
 
 
 def threads_per_worker(cfg: SweepConfig) -> int:
     """``torch.set_num_threads`` for a worker given ``--num-cpus`` (at least one)."""
-    return max(1, int(cfg.num_cpus))
+    return max(1, int(cfg.execution.num_cpus))
 
 
 class ProcessExecutor:
@@ -46,13 +46,14 @@ class ProcessExecutor:
         self.workdir = Path(tempfile.mkdtemp(prefix="sweeper-workers-"))
         self.slots: list[WorkerSlot] = []
 
-    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
+    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: Check | CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
         self._close_slots()
         n = default_workers(cfg)
-        local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, n))
+        limit = memory_limit_mb(cfg, n)
         self.slots = [
-            WorkerSlot(local, check, workdir=self.workdir, index=i, num_threads=threads_per_worker(cfg)) for i in range(n)
+            WorkerSlot(cfg, check, workdir=self.workdir, index=i, num_threads=threads_per_worker(cfg), memory_limit_mb=limit)
+            for i in range(n)
         ]
         pending: Iterator[ModelRef] = iter(refs)
         exhausted = False

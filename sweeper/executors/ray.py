@@ -31,7 +31,7 @@ from ray.exceptions import OutOfMemoryError, RayError, RayTaskError
 
 from sweeper.errors import UsageError
 from sweeper.executors import breadcrumbs
-from sweeper.executors.base import CheckFn, OnRecord, failure_record
+from sweeper.executors.base import Check, CheckFn, OnRecord, as_check, failure_record
 from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
 from sweeper.interrupt import reclaim
@@ -39,6 +39,7 @@ from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
+    from sweeper.devices.spec import DeviceSpec
 
 POLL_S = 0.5
 BACKSTOP_GRACE_S = 180.0  # past every per-model timeout plus a worker start: the actor is wedged
@@ -49,13 +50,13 @@ OOM_STARTS_PER_MODEL = 3  # workers killed while starting, in a row, before the 
 
 
 def connect(cfg: SweepConfig) -> bool:
-    """Attach to ``cfg.address`` or start local Ray sized to this machine; True if started here."""
+    """Attach to ``cfg.execution.address`` or start local Ray sized to this machine; True if started here."""
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     # Inside `ray job submit` (and KubeRay RayJobs) RAY_ADDRESS names the cluster: attach.
-    address = cfg.address or os.environ.get("RAY_ADDRESS")
+    address = cfg.execution.address or os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address, **common)
         return True
@@ -91,23 +92,24 @@ def describe_cluster(address: str) -> str:
     return f"ray: attached to {where}: {len(alive)} node(s), {res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} GPUs"
 
 
-def gpus_per_model(cfg: SweepConfig) -> float:
-    """``--num-gpus``, else one GPU per model when the device is cuda."""
-    if cfg.num_gpus:
-        return cfg.num_gpus
-    return 1.0 if cfg.device.split(":", 1)[0] == "cuda" else 0.0
+def gpus_per_model(cfg: SweepConfig, spec: DeviceSpec | None) -> float:
+    """``--num-gpus``, else one GPU per model when the device needs one (``DeviceSpec.gpus``;
+    a check without a device spec, such as a test's function, needs none)."""
+    if cfg.execution.num_gpus:
+        return cfg.execution.num_gpus
+    return 1.0 if spec is not None and spec.gpus else 0.0
 
 
-def cluster_workers(cfg: SweepConfig) -> int:
+def cluster_workers(cfg: SweepConfig, spec: DeviceSpec | None) -> int:
     """``--workers``, else as many actors as the cluster's CPUs (and GPUs) allow."""
-    if cfg.workers:
-        return cfg.workers
+    if cfg.execution.workers:
+        return cfg.execution.workers
     res = ray.cluster_resources()
-    n = int(res.get("CPU", 1) // max(cfg.num_cpus, 1e-9))
-    gpus = gpus_per_model(cfg)
+    n = int(res.get("CPU", 1) // max(cfg.execution.num_cpus, 1e-9))
+    gpus = gpus_per_model(cfg, spec)
     if gpus:
         if not res.get("GPU"):
-            raise UsageError(f"device {cfg.device} needs {gpus:g} GPU per model but the Ray cluster has none")
+            raise UsageError(f"device {cfg.device.spec} needs {gpus:g} GPU per model but the Ray cluster has none")
         n = min(n, int(res["GPU"] // gpus))
     return max(1, n)
 
@@ -117,6 +119,7 @@ class RayExecutor:
 
     def __init__(self, cfg: SweepConfig) -> None:
         self.cfg = cfg
+        self.spec: DeviceSpec | None = None
         self.started_ray = False
         self.actors: list[Any] = []
         self.queues: list[list[Call]] = []
@@ -128,24 +131,25 @@ class RayExecutor:
         self.backoff_s = 0.0
         self.oom_starts = 0  # workers killed for memory while starting, since the last good call
 
-    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
+    def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: Check | CheckFn, on_record: OnRecord) -> None:
         """Call ``on_record`` once per ref, in completion order."""
         self.cfg = cfg
+        self.spec = getattr(as_check(check, cfg), "spec", None)
         self.started_ray = connect(cfg) or self.started_ray
         reclaim()  # ray.init installs its own SIGTERM handler; the sweep must still close cleanly
-        if cfg.address or os.environ.get("RAY_ADDRESS"):
-            print(describe_cluster(cfg.address or os.environ.get("RAY_ADDRESS", "")), file=sys.stderr)
-        n = cluster_workers(cfg)
+        if cfg.execution.address or os.environ.get("RAY_ADDRESS"):
+            print(describe_cluster(cfg.execution.address or os.environ.get("RAY_ADDRESS", "")), file=sys.stderr)
+        n = cluster_workers(cfg, self.spec)
         self._remote = ray.remote(Supervisor).options(
-            num_cpus=cfg.num_cpus, num_gpus=gpus_per_model(cfg), max_restarts=0, max_task_retries=0,
-            memory=cfg.memory_limit_mb * 1024 * 1024 if cfg.memory_limit_mb else None,
+            num_cpus=cfg.execution.num_cpus, num_gpus=gpus_per_model(cfg, self.spec), max_restarts=0, max_task_retries=0,
+            memory=cfg.execution.memory_limit_mb * 1024 * 1024 if cfg.execution.memory_limit_mb else None,
         )
-        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.num_cpus, 1e-9))), self.tag)
+        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.execution.num_cpus, 1e-9))), self.tag)
         self._kill_actors()
         self.queues = [[] for _ in range(n)]
         self.actors = [self._new_actor(i) for i in range(n)]
         self._await_ready()
-        window = Window(refs, workers=n, max_in_flight=cfg.max_in_flight, retries=cfg.retries)
+        window = Window(refs, workers=n, max_in_flight=cfg.execution.max_in_flight, retries=cfg.execution.retries)
         pending: dict[Any, Call] = {}
         while True:
             self._refresh_ready()
@@ -174,7 +178,7 @@ class RayExecutor:
         if not first:
             raise UsageError(
                 f"no Ray worker started within {READY_TIMEOUT_S:.0f}s: the cluster cannot place "
-                f"{self.cfg.num_cpus:g} CPU / {gpus_per_model(self.cfg):g} GPU per model (see --num-cpus, --num-gpus)"
+                f"{self.cfg.execution.num_cpus:g} CPU / {gpus_per_model(self.cfg, self.spec):g} GPU per model (see --num-cpus, --num-gpus)"
             )
         self._refresh_ready()
 
@@ -330,15 +334,14 @@ class RayExecutor:
         now = time.monotonic()
         for i, queue in enumerate(self.queues):
             if queue and queue[0].started is not None:
-                limit = len(queue[0].refs) * (self.cfg.timeout + 10.0) + BACKSTOP_GRACE_S
+                limit = len(queue[0].refs) * (self.cfg.execution.timeout + 10.0) + BACKSTOP_GRACE_S
                 if now - queue[0].started > limit:
                     wedged = TimeoutError(f"supervisor silent for {now - queue[0].started:.0f}s")
                     self._lose_actor(i, wedged, window, pending, on_record)
 
     def _failed(self, ref: ModelRef, status: Status, kind: ReasonKind, message: str) -> ModelRecord:
         return failure_record(
-            ref, self.cfg, status=status, kind=kind, message=message,
-            sweep_id=str(self.cfg.extra.get("sweep_id", "")), infrastructure=True,
+            ref, self.cfg, status=status, kind=kind, message=message, infrastructure=True,
         )
 
     def _kill_actors(self) -> None:

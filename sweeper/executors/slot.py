@@ -3,10 +3,11 @@
 ``WorkerSlot`` owns at most one live worker (``worker.main``) and one model at a time.
 It turns what can go wrong into exactly one record for that model: a death by signal or
 exit is ``crash`` (SIGKILL that the slot did not send: ``oom``, the kernel's OOM killer),
-running past ``cfg.timeout`` is ``timeout``, growing past ``cfg.memory_limit_mb`` is ``oom``.
+running past ``--timeout`` is ``timeout``, growing past its ``memory_limit_mb`` (what its executor
+computed from ``--memory-limit-mb`` or the node's memory) is ``oom``.
 Each failure record says the stage and last op the worker published (``breadcrumbs``) and the
 Python frame faulthandler printed. The worker is recycled after a failure, after a leak,
-when it grows past ``RECYCLE_RSS_MB``, and every ``cfg.worker_max_models`` models.
+when it grows past ``RECYCLE_RSS_MB``, and every ``cfg.execution.worker_max_models`` models.
 
 The process executor drives several slots from the driver; each Ray actor drives one.
 """
@@ -27,7 +28,7 @@ from typing import Any
 import psutil
 
 from sweeper.executors import breadcrumbs
-from sweeper.executors.base import CheckFn, failure_record
+from sweeper.executors.base import Check, CheckFn, failure_record
 from sweeper.executors.child import MIB, Child, fault_frame, log_tail, signal_name
 from sweeper.records import (
     ModelRecord,
@@ -54,8 +55,12 @@ class Job:
 class WorkerSlot:
     """A reusable worker process running one model at a time, with timeout and memory guard."""
 
-    def __init__(self, cfg: Any, check: CheckFn, *, workdir: Path, index: int = 0, num_threads: int = 1) -> None:
+    def __init__(
+        self, cfg: Any, check: Check | CheckFn, *, workdir: Path, index: int = 0, num_threads: int = 1,
+        memory_limit_mb: int | None = None,
+    ) -> None:
         self.cfg = cfg
+        self.memory_limit_mb = memory_limit_mb
         self.check_blob = pickle.dumps(check)
         self.progress_path = str(workdir / f"worker-{index}.progress")
         self.fault_path = str(workdir / f"worker-{index}.fault")
@@ -81,7 +86,7 @@ class WorkerSlot:
         Path(self.fault_path).write_text("")  # a stale dump must not describe this worker
         ours, theirs = socket.socketpair()
         try:
-            proc = Child(theirs.fileno(), self.num_threads, self.log_path)
+            proc = Child(theirs.fileno(), self.num_threads, self.log_path, memory_limit_mb=self.memory_limit_mb)
         finally:
             theirs.close()
         conn = Connection(ours.detach())
@@ -138,19 +143,19 @@ class WorkerSlot:
             return self._fail_dead()
         now = time.monotonic()
         if now > self._deadline(job):
-            return self._failure(Status.TIMEOUT, ReasonKind.TIMEOUT, f"exceeded --timeout {self.cfg.timeout:g}s", kill=True)
-        if self.cfg.memory_limit_mb and now >= self._next_memory_check:
+            return self._failure(Status.TIMEOUT, ReasonKind.TIMEOUT, f"exceeded --timeout {self.cfg.execution.timeout:g}s", kill=True)
+        if self.memory_limit_mb and now >= self._next_memory_check:
             self._next_memory_check = now + MEMORY_POLL_S
             rss = self._rss_mb()
-            if rss > self.cfg.memory_limit_mb:
-                how = f"exceeded --memory-limit-mb {self.cfg.memory_limit_mb} (rss {rss:.0f} MiB)"
+            if rss > self.memory_limit_mb:
+                how = f"exceeded --memory-limit-mb {self.memory_limit_mb} (rss {rss:.0f} MiB)"
                 return self._failure(Status.CRASH, ReasonKind.OOM, how, kill=True)
         return None
 
     def _deadline(self, job: Job) -> float:
         if job.started is None:
-            return job.submitted + self.cfg.timeout + STARTUP_GRACE_S
-        return job.started + self.cfg.timeout
+            return job.submitted + self.cfg.execution.timeout + STARTUP_GRACE_S
+        return job.started + self.cfg.execution.timeout
 
     def _rss_mb(self, *, children: bool = True) -> float:
         """The worker's resident memory, with what it started (compile workers) unless told not."""
@@ -185,7 +190,7 @@ class WorkerSlot:
         if now < self._next_growth_check:
             return False
         self._next_growth_check = now + 1.0
-        limit = min(RECYCLE_RSS_MB, self.cfg.memory_limit_mb or RECYCLE_RSS_MB)
+        limit = min(RECYCLE_RSS_MB, self.memory_limit_mb or RECYCLE_RSS_MB)
         return self._rss_mb(children=False) > limit
 
     def _finish(self, record: ModelRecord, leaked: list[str]) -> ModelRecord:
@@ -193,7 +198,7 @@ class WorkerSlot:
         self.models_done += 1
         if leaked:
             record.notes["worker_recycled"] = "leaked patches: " + ", ".join(leaked[:5])
-        if leaked or self.models_done >= max(1, self.cfg.worker_max_models) or self._grown():
+        if leaked or self.models_done >= max(1, self.cfg.execution.worker_max_models) or self._grown():
             self.stop()
         return record
 
@@ -222,7 +227,6 @@ class WorkerSlot:
         message = f"worker {how} {found.describe()}{frame} after {elapsed:.1f}s"
         record = failure_record(
             job.ref, self.cfg, status=status, kind=kind, message=message, stage=found.stage,
-            sweep_id=str(self.cfg.extra.get("sweep_id", "")),
         )
         if record.reason is not None and found.op:
             record.reason = dataclasses.replace(record.reason, op=found.op)

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweeper.executors.base import CheckFn
+from sweeper.executors.base import Check, CheckFn
 from sweeper.executors.child import memory_limit_mb
 from sweeper.executors.process import threads_per_worker
 from sweeper.executors.slot import WorkerSlot
@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 class Supervisor:
     """Ray actor: runs chunks of models in its own worker process, returns their records."""
 
-    def __init__(self, cfg: SweepConfig, check: CheckFn, workers_per_node: int, tag: str = "") -> None:
+    def __init__(self, cfg: SweepConfig, check: Check | CheckFn, workers_per_node: int, tag: str = "") -> None:
         # The driver's tag in the name lets it remove folders of actors it had to kill; the
         # pid lets a driver on the same node find the worker's progress file.
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{tag}-{os.getpid()}-"))
-        local = cfg.replace(memory_limit_mb=memory_limit_mb(cfg, workers_per_node))
-        self.slot = WorkerSlot(local, check, workdir=self.workdir, num_threads=threads_per_worker(cfg))
+        limit = memory_limit_mb(cfg, workers_per_node)
+        self.slot = WorkerSlot(cfg, check, workdir=self.workdir, num_threads=threads_per_worker(cfg), memory_limit_mb=limit)
 
     def ready(self) -> int:
         """The actor's pid, once it is up (creation errors surface here)."""

@@ -1,8 +1,9 @@
 """The worker process that runs models one at a time (used by the process and Ray executors).
 
-A worker sets its device up once (trnsim can register only once per process), then loops:
-receive a ref, run ``check``, send the record back, reset what one model may leave behind
-(dynamo caches, default dtype, grad mode, deterministic flags, thread count, device caches)
+A worker sets its check up once (``Check.setup``: the device, which for trnsim can register
+only once per process), then loops: receive a ref, run ``check``, send the record back,
+reset what one model may leave behind (dynamo caches, default dtype, grad mode,
+deterministic flags, thread count, the check's device caches)
 and compare a snapshot of patchable torch/transformers attributes with the one taken at
 start. A model that monkey-patched torch or transformers makes the worker ask to be
 recycled, so the next model starts in a fresh process.
@@ -27,7 +28,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from sweeper.executors import breadcrumbs
-from sweeper.executors.base import CheckFn, failure_record
+from sweeper.executors.base import Check, as_check, failure_record
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -149,18 +150,18 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def run_one(check: CheckFn, ref: ModelRef, cfg: Any) -> ModelRecord:
-    """``check(ref, cfg)``; an exception from check (it should never raise) becomes one record."""
+def run_one(check: Check, ref: ModelRef, cfg: Any) -> ModelRecord:
+    """``check.check(ref)``; an exception from it (it should never raise) becomes one record."""
     breadcrumbs.begin(ref.key)
     try:
-        return check(ref, cfg)
+        return check.check(ref)
     except BaseException as exc:  # noqa: BLE001 - one model's failure must not end the worker
         where = breadcrumbs.current().describe()
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         kind = ReasonKind.OOM if isinstance(exc, MemoryError) else ReasonKind.HARNESS
         return failure_record(
             ref, cfg, status=Status.ERROR, kind=kind, message=f"check raised {where}: {tb}",
-            stage=breadcrumbs.current().stage, sweep_id=str(cfg.extra.get("sweep_id", "")), infrastructure=True,
+            stage=breadcrumbs.current().stage, infrastructure=True,
         )
 
 
@@ -176,8 +177,8 @@ def main(fd: int) -> None:
     fault_file = open(fault_path, "w")  # noqa: SIM115 - must stay open for the process's life
     faulthandler.enable(file=fault_file, all_threads=False)
     breadcrumbs.attach(progress_path)
-    check: CheckFn = pickle.loads(check_blob)
-    _setup_device(cfg)
+    check = as_check(pickle.loads(check_blob), cfg)
+    check.setup()  # errors surface per model, in each record
     defaults = TorchDefaults(num_threads)
     defaults.capture()
     before = snapshot()
@@ -190,41 +191,20 @@ def main(fd: int) -> None:
         if msg[0] != "run":
             return
         record = run_one(check, msg[1], cfg)
-        _between_models(defaults, cfg)
+        _between_models(defaults, check)
         after = snapshot()
         conn.send(("done", record, leaks(before, after)))
         # Modules first imported by this model join the baseline.
         before = {**after, **before}
 
 
-_DEVICE: Any = None
-
-
-def _setup_device(cfg: Any) -> None:
-    """Build and set up the sweep's device once for this process (errors surface per model)."""
-    global _DEVICE
-    try:
-        check_module = sys.modules.get("sweeper.check")
-        if check_module is not None and hasattr(check_module, "device_for"):
-            # The same instance check_model uses, so resets reach the state it keeps.
-            _DEVICE = check_module.device_for(cfg)
-            return
-        from sweeper.devices.base import get_device
-
-        _DEVICE = get_device(cfg.device, profile=cfg.device_profile, collect_all=cfg.collect_all,
-                             out_dir=str(cfg.out_dir))
-        _DEVICE.setup()
-    except Exception:  # noqa: BLE001 - check_model reports a device that cannot start, per model
-        traceback.print_exc()
-
-
-def _between_models(defaults: TorchDefaults, cfg: Any) -> None:
+def _between_models(defaults: TorchDefaults, check: Check) -> None:
     defaults.restore()
     # Device state lives in torch; without torch there is nothing to reset (and resetting
     # would import it, a second's work charged to the model that just finished).
-    if _DEVICE is not None and "torch" in sys.modules:
+    if "torch" in sys.modules:
         with contextlib.suppress(Exception):
-            _DEVICE.reset_between_models()
+            check.between_models()
     if "torch" in sys.modules:  # tensors in reference cycles hold real memory; else skip the pause
         gc.collect()
         # What survives is live (modules, caches): freeze it so the next collections, here and

@@ -14,7 +14,7 @@ __all__ = ["Built", "materialize"]
 
 
 def materialize(ref: Any, cfg: Any) -> Built:
-    """Build ``ref`` per ``cfg.weights``; raises SweeperError subclasses on known failures."""
+    """Build ``ref`` per ``cfg.materialise.weights``; raises SweeperError subclasses on known failures."""
     from sweeper.materialize.build import build
 
     return build(ref, cfg)

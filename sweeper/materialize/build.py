@@ -56,13 +56,13 @@ def config_data(ref: ModelRef, cfg: Any, notes: dict[str, Any]) -> dict[str, Any
         notes["config_source"] = "ref"
         return dict(ref.config)
     from_hub = ref.source not in (None, "zoo") and not ref.model_id.startswith("zoo/")
-    if cfg.weights == "pretrained" or from_hub:
+    if cfg.materialise.weights == "pretrained" or from_hub:
         from sweeper.materialize.pretrained import HubUnreachableError, fetch_config
 
         try:
             data = fetch_config(ref, cfg)
         except HubUnreachableError:
-            if cfg.weights == "pretrained" or not ref.model_type:
+            if cfg.materialise.weights == "pretrained" or not ref.model_type:
                 raise
             notes["config_source"] = "default (hub unreachable)"
             return {}
@@ -81,7 +81,7 @@ def base_config(ref: ModelRef, cfg: Any, notes: dict[str, Any] | None = None) ->
 
     data = config_data(ref, cfg, notes if notes is not None else {})
     model_type = data.get("model_type") or ref.model_type
-    if data.get("auto_map") and not cfg.trust_remote_code:
+    if data.get("auto_map") and not cfg.materialise.trust_remote_code:
         raise RemoteCodeError(f"{ref.model_id} ships its own code (auto_map) and trust_remote_code is off")
     if not model_type or model_type not in CONFIG_MAPPING:
         if data.get("auto_map"):
@@ -143,23 +143,23 @@ def _control(config: Any, cls: type) -> None:
 
 
 def build(ref: ModelRef, cfg: Any) -> Built:
-    """Materialise ``ref`` per ``cfg.weights`` (tiny, random or pretrained)."""
+    """Materialise ``ref`` per ``cfg.materialise.weights`` (tiny, random or pretrained)."""
     check_library(ref)
-    notes: dict[str, Any] = {"weights": cfg.weights}
+    notes: dict[str, Any] = {"weights": cfg.materialise.weights}
     config = base_config(ref, cfg, notes)
     model_type = getattr(config, "model_type", None) or ref.model_type
     head = choose_head(ref, config)
     cls = transformers_class(head, model_type)
     kind = kind_of_class(model_type, head)
-    if cfg.weights == "tiny":
+    if cfg.materialise.weights == "tiny":
         model, inputs, has_labels = _probe_tiny(config, cls, cfg, kind, notes)
     else:
-        if cfg.weights == "pretrained":
+        if cfg.materialise.weights == "pretrained":
             from sweeper.materialize.pretrained import load_pretrained
 
             model = load_pretrained(ref, cfg, cls)
         else:
-            _checked_count(config, cls, cfg.max_parameters)
+            _checked_count(config, cls, cfg.materialise.max_parameters)
             check_fits(meta_model(cls, config), config, cfg)  # before the memory is spent
             model = _build(cls, config, cfg)
         inputs, has_labels = _inputs(model, kind, cfg, variant=0)
@@ -167,7 +167,7 @@ def build(ref: ModelRef, cfg: Any) -> Built:
         # The rules build text-only inputs for vision-language models; the vision tower
         # runs only when images fill placeholder tokens.
         inputs, notes["images"] = with_images(
-            model, inputs, head_kind=kind, batch=cfg.batch_size, seq=cfg.seq_len, seed=cfg.seed
+            model, inputs, head_kind=kind, batch=cfg.materialise.batch_size, seq=cfg.materialise.seq_len, seed=cfg.materialise.seed
         )
         inputs = cast_floating(inputs, model_dtype(model))
     return Built(
@@ -178,8 +178,8 @@ def build(ref: ModelRef, cfg: Any) -> Built:
 
 
 def _inputs(model: Any, kind: str | None, cfg: Any, *, variant: int) -> tuple[dict[str, Any], bool]:
-    return make_inputs(model, model.config, head_kind=kind, batch=cfg.batch_size, seq=cfg.seq_len,
-                       seed=cfg.seed, variant=variant)
+    return make_inputs(model, model.config, head_kind=kind, batch=cfg.materialise.batch_size, seq=cfg.materialise.seq_len,
+                       seed=cfg.materialise.seed, variant=variant)
 
 
 def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[str, Any]) -> tuple[Any, dict, bool]:
@@ -191,7 +191,7 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
     reports its genuine error.
     """
     first: tuple[Any, dict, bool] | None = None
-    for level, shrunk in tiny_configs(config, cls, cfg.max_parameters, cfg=cfg):
+    for level, shrunk in tiny_configs(config, cls, cfg.materialise.max_parameters, cfg=cfg):
         model = _build(cls, shrunk, cfg)
         for variant in (0, 1, 2):
             try:
@@ -296,7 +296,7 @@ def _checked_count(config: Any, cls: type, cap: int) -> int:
 
 def _build(cls: type, config: Any, cfg: Any) -> Any:
     try:
-        return build_model(cls, config, seed=cfg.seed, dtype=cfg.dtype)
+        return build_model(cls, config, seed=cfg.materialise.seed, dtype=cfg.device.dtype)
     except SweeperError:
         raise
     except ImportError:

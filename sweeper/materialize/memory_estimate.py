@@ -16,6 +16,7 @@ the machine, not the device, is too small) when the estimate exceeds the budget.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import psutil
@@ -26,6 +27,8 @@ from sweeper.records import ReasonKind
 MIB = 1024 * 1024
 ACTIVATION_COPIES = 16  # tensors kept per layer and token for backward (MLP, norms, residuals)
 HEADROOM = 1.5  # allocator slack, temporaries, the framework's own overhead
+# A worker process's memory limit in MiB, in its environment (sweeper.executors.child).
+WORKER_LIMIT_ENV = "SWEEPER_WORKER_MEMORY_MB"
 
 
 class MemoryBudgetError(SweeperError):
@@ -56,15 +59,17 @@ def estimate_bytes(model: Any, config: Any, *, batch: int, seq: int) -> int:
 
 
 def budget_bytes(cfg: Any) -> int:
-    """What one model may use: ``memory_limit_mb`` (set per worker), else 80% of what is available."""
-    if getattr(cfg, "memory_limit_mb", None):
-        return int(cfg.memory_limit_mb) * MIB
+    """What one model may use: the worker's limit (``WORKER_LIMIT_ENV``, set by the executor
+    that started it), else ``--memory-limit-mb``, else 80% of what is available."""
+    limit = os.environ.get(WORKER_LIMIT_ENV) or cfg.execution.memory_limit_mb
+    if limit:
+        return int(limit) * MIB
     return int(psutil.virtual_memory().available * 0.8)
 
 
 def check_fits(model: Any, config: Any, cfg: Any) -> int:
     """Raise ``MemoryBudgetError`` when the estimate exceeds the budget; return the estimate."""
-    need = estimate_bytes(model, config, batch=cfg.batch_size, seq=cfg.seq_len)
+    need = estimate_bytes(model, config, batch=cfg.materialise.batch_size, seq=cfg.materialise.seq_len)
     budget = budget_bytes(cfg)
     if need > budget:
         raise MemoryBudgetError(

@@ -78,7 +78,7 @@ def fetch_config(ref: ModelRef, cfg: SweepConfig) -> dict[str, Any] | None:
 def require_no_remote_code(ref: ModelRef, config: dict[str, Any], cfg: SweepConfig) -> None:
     """Raise ``RemoteCodeError`` if ``config`` needs code from the repo and that is not allowed."""
     auto_map = config.get("auto_map")
-    if auto_map and not cfg.trust_remote_code:
+    if auto_map and not cfg.materialise.trust_remote_code:
         classes = ", ".join(sorted(auto_map)) if isinstance(auto_map, dict) else str(auto_map)
         raise RemoteCodeError(f"{ref.model_id} needs trust_remote_code (auto_map: {classes})")
 
@@ -106,8 +106,8 @@ def load_pretrained(ref: ModelRef, cfg: SweepConfig, head_class: type) -> torch.
             ref.model_id,
             revision=revision,
             use_safetensors=True,
-            trust_remote_code=cfg.trust_remote_code,
-            dtype=getattr(torch, cfg.dtype),
+            trust_remote_code=cfg.materialise.trust_remote_code,
+            dtype=getattr(torch, cfg.device.dtype),
         )
     return model
 

@@ -99,8 +99,8 @@ def check_size(ref: ModelRef, info: Any, revision: str | None, cfg: SweepConfig)
 
 def limit_bytes(cfg: SweepConfig) -> float:
     """``--max-download-gb``, else a share of the free disk under the Hub cache."""
-    if cfg.max_download_gb is not None:
-        return cfg.max_download_gb * GB
+    if cfg.materialise.max_download_gb is not None:
+        return cfg.materialise.max_download_gb * GB
     from huggingface_hub import constants
 
     return DISK_SHARE * shutil.disk_usage(_existing(Path(constants.HF_HUB_CACHE))).free
@@ -108,12 +108,12 @@ def limit_bytes(cfg: SweepConfig) -> float:
 
 def limit_params(cfg: SweepConfig) -> int:
     """``--max-params``, else what the available memory holds in the sweep's dtype."""
-    if cfg.max_params is not None:
-        return cfg.max_params
+    if cfg.materialise.max_params is not None:
+        return cfg.materialise.max_params
     import psutil
 
-    copies = 2 if "backward" in cfg.stages else 1  # gradients are as large as the weights
-    per_param = DTYPE_BYTES.get(cfg.dtype, 4) * copies * MEMORY_HEADROOM
+    copies = 2 if "backward" in cfg.check.stages else 1  # gradients are as large as the weights
+    per_param = DTYPE_BYTES.get(cfg.device.dtype, 4) * copies * MEMORY_HEADROOM
     return int(psutil.virtual_memory().available / per_param)
 
 

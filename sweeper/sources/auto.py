@@ -1,7 +1,7 @@
 """The ``auto`` source: the Hub when it answers, else the newest snapshot, else the zoo.
 
 The choice is made when the source is built, by a quick probe bounded by
-``cfg.hub_timeout`` (skipped entirely under ``HF_HUB_OFFLINE``), and ``describe()`` says
+``cfg.source.hub_timeout`` (skipped entirely under ``HF_HUB_OFFLINE``), and ``describe()`` says
 what was chosen and why, so every report can tell which list of models it covers. If the
 Hub answered the probe but the full listing then fails, the fallback happens before the
 first ref is yielded and ``describe()`` is updated to say so.
@@ -17,9 +17,10 @@ from sweeper.errors import UsageError
 from sweeper.hub_access import probe, shown_endpoint
 from sweeper.hub_http import install
 from sweeper.records import ModelRef
-from sweeper.sources.base import Source, register_source
+from sweeper.sources.base import Source
 from sweeper.sources.catalog import CatalogSource
 from sweeper.sources.hub import HubListingError, HubSource
+from sweeper.sources.registry import source_factory
 from sweeper.sources.snapshots import newest_snapshot
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class AutoSource:
         self.cfg = cfg
         install(cfg)
         start = time.monotonic()
-        problem = probe(cfg.hub_timeout)
+        problem = probe(cfg.source.hub_timeout)
         if problem is None:
             seconds = time.monotonic() - start
             self.inner: Source = HubSource(cfg)
@@ -70,15 +71,13 @@ def _offline_choice(cfg: SweepConfig, problem: str) -> tuple[Source, str]:
     snapshot = newest_snapshot()
     if snapshot is not None:
         return CatalogSource(snapshot, source_label="snapshot"), f"{problem}; newest saved snapshot {snapshot.name}"
-    import sweeper.sources.registry  # noqa: F401  (registers zoo when it is installed)
-    from sweeper.sources.base import _REGISTRY
+    try:
+        zoo = source_factory("zoo")
+    except (UsageError, ImportError):
+        raise UsageError(f"no source available: {problem}; no saved snapshot; zoo source not installed") from None
+    return zoo(cfg), f"{problem}; no saved snapshot"
 
-    if "zoo" not in _REGISTRY:
-        raise UsageError(f"no source available: {problem}; no saved snapshot; zoo source not installed")
-    return _REGISTRY["zoo"](cfg), f"{problem}; no saved snapshot"
 
-
-@register_source("auto")
 def auto_source(cfg: SweepConfig) -> AutoSource:
     """The ``auto`` source (the default)."""
     return AutoSource(cfg)

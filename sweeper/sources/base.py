@@ -1,21 +1,24 @@
 """The source plug point: where the list of models to try comes from.
 
-A source yields ``ModelRef``s in rank order (rank 1 = most downloaded). Sources register
-with ``@register_source("name")``; ``select`` applies the sweep's filters and ``--top``.
+A source yields ``ModelRef``s in rank order (rank 1 = most downloaded). The names
+and factories live in ``sweeper.sources.registry`` (a plugin registers with
+``@register_source("name")``). ``select`` applies the sweep's filters and ``--top``.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from sweeper.errors import UsageError
 from sweeper.records import ModelRef
+from sweeper.sources.registry import register_source, source_factory
+
+__all__ = ["Source", "get_source", "register_source", "select"]
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.config import SourceSettings, SweepConfig
 
 
 class Source(Protocol):
@@ -28,30 +31,12 @@ class Source(Protocol):
     def describe(self) -> dict[str, str]: ...
 
 
-SourceFactory = Callable[["SweepConfig"], Source]
-_REGISTRY: dict[str, SourceFactory] = {}
-
-
-def register_source(name: str) -> Callable[[SourceFactory], SourceFactory]:
-    """Decorator adding a source factory (called with the sweep config)."""
-
-    def wrap(factory: SourceFactory) -> SourceFactory:
-        _REGISTRY[name] = factory
-        return factory
-
-    return wrap
-
-
 def get_source(cfg: SweepConfig) -> Source:
     """Build the source the config names (``auto`` picks one and says which)."""
-    import sweeper.sources.registry  # noqa: F401  (registers the built-in sources)
-
-    if cfg.source not in _REGISTRY:
-        raise UsageError(f"unknown source {cfg.source!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[cfg.source](cfg)
+    return source_factory(cfg.source.name)(cfg)
 
 
-def _matches(ref: ModelRef, cfg: SweepConfig) -> bool:
+def _matches(ref: ModelRef, cfg: SourceSettings) -> bool:
     if cfg.tasks and (ref.pipeline_tag or "") not in cfg.tasks:
         return False
     if cfg.libraries and (ref.library_name or "") not in cfg.libraries:
@@ -67,5 +52,6 @@ def _matches(ref: ModelRef, cfg: SweepConfig) -> bool:
 
 def select(refs: Iterable[ModelRef], cfg: SweepConfig) -> Iterator[ModelRef]:
     """Filter refs by the config's task/library/type/glob filters, then take ``--top``."""
-    kept = (ref for ref in refs if _matches(ref, cfg))
-    return itertools.islice(kept, cfg.top) if cfg.top else kept
+    src = cfg.source
+    kept = (ref for ref in refs if _matches(ref, src))
+    return itertools.islice(kept, src.top) if src.top else kept

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.errors import UsageError
 from sweeper.records import ModelRef
-from sweeper.sources.base import register_source
 from sweeper.sources.catalog_rows import Row, read_rows, suffix_of
 
 if TYPE_CHECKING:
@@ -112,9 +111,8 @@ def _to_ref(row: Row, position: int, label: str) -> ModelRef:
     )
 
 
-@register_source("catalog")
 def catalog_source(cfg: SweepConfig) -> CatalogSource:
     """The ``catalog`` source for ``--catalog PATH``."""
-    if not cfg.catalog:
+    if not cfg.source.catalog:
         raise UsageError("--source catalog needs --catalog PATH")
-    return CatalogSource(cfg.catalog)
+    return CatalogSource(cfg.source.catalog)

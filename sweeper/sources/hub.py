@@ -23,7 +23,6 @@ from sweeper.errors import UsageError
 from sweeper.hub_access import endpoint, hub_offline, one_line, probe, shown_endpoint
 from sweeper.hub_http import install
 from sweeper.records import ModelRef
-from sweeper.sources.base import register_source
 from sweeper.sources.hub_listing import ListingJournal, Page, list_pages
 from sweeper.sources.snapshots import ref_from_row, snapshot_dir, snapshot_row
 
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
 # Without --top the listing stops here: the whole Hub is millions of repos.
-DEFAULT_LIMIT = 1000
 # With filters, list this many times --top so enough models survive the filters.
 FILTER_HEADROOM = 10
 _EXPAND = ["downloads", "pipeline_tag", "library_name", "tags", "sha", "config"]
@@ -43,10 +41,10 @@ class HubListingError(UsageError):
 
 def listing_limit(cfg: SweepConfig) -> int:
     """How many models to ask the Hub for, given ``--top`` and the filters."""
-    filtered = any((cfg.tasks, cfg.libraries, cfg.model_types, cfg.include, cfg.exclude))
-    if cfg.top is None:
-        return int(cfg.extra.get("hub_limit", DEFAULT_LIMIT))
-    return cfg.top * FILTER_HEADROOM if filtered else cfg.top
+    filtered = any((cfg.source.tasks, cfg.source.libraries, cfg.source.model_types, cfg.source.include, cfg.source.exclude))
+    if cfg.source.top is None:
+        return cfg.source.hub_limit
+    return cfg.source.top * FILTER_HEADROOM if filtered else cfg.source.top
 
 
 class HubSource:
@@ -64,7 +62,7 @@ class HubSource:
     def __init__(self, cfg: SweepConfig, *, limit: int | None = None, save: bool = True) -> None:
         install(cfg)
         self.limit = limit if limit is not None else listing_limit(cfg)
-        self.hub_timeout = cfg.hub_timeout
+        self.hub_timeout = cfg.source.hub_timeout
         self.save = save
         self._refs: list[ModelRef] | None = None
         self._pending: Iterator[ModelRef] | None = None
@@ -207,7 +205,6 @@ def _known_model_types() -> frozenset[str]:
     return frozenset(CONFIG_MAPPING_NAMES)
 
 
-@register_source("hub")
 def hub_source(cfg: SweepConfig) -> HubSource:
     """The ``hub`` source (live listing, saved as a snapshot)."""
     return HubSource(cfg)

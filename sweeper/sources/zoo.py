@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from sweeper.materialize.heads import heads_of, preferred_head
 from sweeper.records import ModelRef
-from sweeper.sources.base import register_source
 
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
@@ -114,7 +113,6 @@ class ZooSource:
         return {"name": "zoo", "transformers": transformers.__version__, "model_types": str(len(zoo_types()))}
 
 
-@register_source("zoo")
 def make_zoo(cfg: SweepConfig) -> ZooSource:
     """Factory for ``--source zoo``."""
     return ZooSource(cfg)

@@ -74,3 +74,16 @@ def test_help_piped_into_a_closed_reader_exits_without_a_traceback(tmp_path):
     proc = subprocess.run(f"{sys.executable} -m sweeper.cli --help | head -1", shell=True, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr
+
+
+def test_a_device_flag_not_given_leaves_the_config_files_device(tmp_path):
+    # The file's device is the one used: an unknown one is refused before anything runs
+    # (a --device default must not silently replace it with the CPU).
+    settings = tmp_path / "sweep.toml"
+    settings.write_text('device = "warp9"\n')
+    out = tmp_path / "out"
+    proc = _run("--config", str(settings), "--source", "zoo", "--top", "1", "--stages", "load",
+                "--executor", "inline", "--no-report", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "unknown device 'warp9'" in proc.stderr
+    assert not out.exists()

@@ -37,7 +37,7 @@ def _cheap_check(monkeypatch: pytest.MonkeyPatch) -> None:
     def check(ref: ModelRef, cfg: object) -> object:
         return base_record(ref, sweep_id="", device="cpu", status=Status.PASS)
 
-    monkeypatch.setattr(sweeper.runner, "_check_model", lambda: check)
+    monkeypatch.setattr(sweeper.runner, "_checker", lambda cfg, spec: check)
     monkeypatch.setattr(sweeper.runner.run_sweep, "__kwdefaults__", {"check": check, "quiet": False, "write_report": True})
 
 

@@ -15,13 +15,13 @@ from sweeper.repro import repro_command
 
 @pytest.mark.parametrize("model_id", ["--device=cuda", "-x", "org/plain"])
 def test_repro_reaches_sweep_one_with_the_same_model_and_device(model_id: str, monkeypatch, capsys) -> None:
-    cfg = SweepConfig(device="cpu", weights="random", dtype="bfloat16")
+    cfg = SweepConfig.of(device="cpu", weights="random", dtype="bfloat16")
     argv = shlex.split(repro_command(ModelRef(model_id=model_id, rank=1), cfg))
     assert argv[:2] == ["sweep", "one"]
     seen: dict[str, object] = {}
 
     def resolve(model: str, cfg: SweepConfig, *, architecture: str | None = None) -> ModelRef:
-        seen.update(model=model, device=cfg.device, weights=cfg.weights, dtype=cfg.dtype)
+        seen.update(model=model, device=cfg.device.spec, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
         raise UsageError("stop here")
 
     import sweeper.resolve

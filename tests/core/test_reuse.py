@@ -46,7 +46,7 @@ def test_refs_whose_configs_differ_never_share():
 def test_a_reachable_hub_or_pretrained_weights_make_every_model_its_own_check():
     online = _fp(offline=False)
     assert online(_ref("org/a", 1)) != online(_ref("org/b", 2))
-    pretrained = _fp(SweepConfig(weights="pretrained"))
+    pretrained = _fp(SweepConfig.of(weights="pretrained"))
     assert pretrained(_ref("org/a", 1)) != pretrained(_ref("org/b", 2))
     # Offline, a model without a type fails naming itself: no sharing either.
     fp = _fp()

@@ -93,9 +93,9 @@ def test_every_file_a_sweep_and_its_report_write_is_named_by_the_folder(tmp_path
     from sweeper.runner import run_sweep
 
     def passes(ref, cfg):  # noqa: ANN001, ANN202 - the executor's CheckFn
-        return base_record(ref, sweep_id="", device=cfg.device, status=Status.PASS)
+        return base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS)
 
-    cfg = SweepConfig(source="zoo", top=2, executor="inline", out=str(tmp_path / "out"), stages=("load",))
+    cfg = SweepConfig.of(source="zoo", top=2, executor="inline", out=str(tmp_path / "out"), stages=("load",))
     result = run_sweep(cfg, check=passes, quiet=True)
     known = {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
     left = set(os.listdir(result.out_dir))

@@ -57,7 +57,7 @@ def _check(monkeypatch: pytest.MonkeyPatch, fault: str, *, upstream_fails: bool 
 
     monkeypatch.setattr(stages, "materialize", build)
     settings = {"device": "trnsim", "executor": "inline", "stages": ("load", "to_device", "forward", "backward"), **cfg}
-    return check_model(ModelRef(model_id=f"test/{fault}", rank=1), SweepConfig(**settings))
+    return check_model(ModelRef(model_id=f"test/{fault}", rank=1), SweepConfig.of(**settings))
 
 
 def test_a_device_refusal_is_the_devices_and_its_control_passes(trnsim, monkeypatch):

@@ -70,7 +70,7 @@ def run(monkeypatch: pytest.MonkeyPatch, after: Any, **cfg: Any) -> Any:
 
     monkeypatch.setattr(stages, "materialize", built)
     ref = ModelRef(model_id="test/net", rank=1)
-    return check_model(ref, SweepConfig(device="trnsim", stages=STAGES, **cfg))
+    return check_model(ref, SweepConfig.of(device="trnsim", stages=STAGES, **cfg))
 
 
 def test_a_model_sampling_with_torch_rng_matches_under_the_same_seed(trnsim, monkeypatch):
@@ -133,7 +133,7 @@ def test_gradient_differences_are_recorded_and_a_wrong_backward_fails_numerics(t
 
 
 def test_bfloat16_tiny_bert_passes_every_stage_with_its_dtype_recorded(trnsim):
-    record = check_model(zoo_ref("bert", 1), SweepConfig(device="trnsim", dtype="bfloat16", retie_weights=True))
+    record = check_model(zoo_ref("bert", 1), SweepConfig.of(device="trnsim", dtype="bfloat16", retie_weights=True))
     assert record.status is Status.PASS, record.reason
     assert record.dtype == "bfloat16"
     assert all(r.status is Status.PASS for r in record.stages.values())

@@ -23,14 +23,14 @@ _HOLD: list[bytes] = []
 
 def ok_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     """A passing model; notes say which process ran it."""
-    record = base_record(ref, sweep_id="t", device=cfg.device, status=Status.PASS)
+    record = base_record(ref, sweep_id="t", device=cfg.device.spec, status=Status.PASS)
     record.notes["pid"] = os.getpid()
     return record
 
 
 def trivial_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     """The cheapest record possible (scheduling tests)."""
-    return ModelRecord(sweep_id="t", model_id=ref.model_id, key=ref.key, device=cfg.device, status=Status.PASS, rank=ref.rank)
+    return ModelRecord(sweep_id="t", model_id=ref.model_id, key=ref.key, device=cfg.device.spec, status=Status.PASS, rank=ref.rank)
 
 
 def _segfault() -> None:
@@ -69,13 +69,13 @@ def _torch_globals() -> None:
     torch.set_num_threads(3)
 
 
-def _kill_parent(ref: ModelRef, cfg: Any) -> None:
+def _kill_parent(ref: ModelRef, marker_dir: str) -> None:
     """Lose the Ray worker under this model: an infrastructure fault, not the model's.
 
     ``fault/killparent-once-N`` does it on the first attempt only (a flag file in
-    ``cfg.extra["marker_dir"]`` remembers); ``fault/killparent-always-N`` on every attempt.
+    ``marker_dir`` remembers); ``fault/killparent-always-N`` on every attempt.
     """
-    flag = os.path.join(cfg.extra["marker_dir"], ref.model_id.replace("/", "_"))
+    flag = os.path.join(marker_dir, ref.model_id.replace("/", "_"))
     if "-once-" in ref.model_id and os.path.exists(flag):
         return
     open(flag, "w").close()
@@ -103,11 +103,13 @@ FAULTS = {
 }
 
 
-def fault_check(ref: ModelRef, cfg: Any) -> ModelRecord:
-    """Behave as the model id says (``fault/<kind>-N``); other ids pass."""
+def fault_check(ref: ModelRef, cfg: Any, *, marker_dir: str | None = None) -> ModelRecord:
+    """Behave as the model id says (``fault/<kind>-N``); other ids pass. ``killparent``
+    models need ``marker_dir`` (bind it: ``functools.partial(fault_check, marker_dir=...)``)."""
     name = ref.model_id.split("/", 1)[-1].split("-", 1)[0]
     if name == "killparent":
-        _kill_parent(ref, cfg)
+        assert marker_dir is not None, "killparent faults need a marker_dir"
+        _kill_parent(ref, marker_dir)
     elif ref.model_id.startswith("fault/") and name in FAULTS:
         breadcrumbs.mark(stage="forward")
         breadcrumbs.mark(op=f"aten::{name}")
@@ -178,8 +180,17 @@ def check_fault_records(got: dict[str, ModelRecord]) -> None:
             assert record.repro.startswith("sweep one ")
 
 
-def compiling_check(ref: ModelRef, cfg: Any) -> ModelRecord:
-    """A model that sits in its compile stage for a while (progress-bar tests)."""
+def compiling_check(ref: ModelRef, cfg: Any, *, compile_s: float = 3.0) -> ModelRecord:
+    """A model that sits in its compile stage for ``compile_s`` seconds (progress-bar tests)."""
     breadcrumbs.mark(stage="compile")
-    time.sleep(float(cfg.extra.get("compile_s", 3.0)))
+    time.sleep(compile_s)
     return ok_check(ref, cfg)
+
+
+def budget_check(ref: ModelRef, cfg: Any) -> ModelRecord:
+    """A passing model whose notes say the memory budget its estimate is held to (MiB)."""
+    from sweeper.materialize.memory_estimate import MIB, budget_bytes
+
+    record = ok_check(ref, cfg)
+    record.notes["budget_mb"] = budget_bytes(cfg) // MIB
+    return record

@@ -22,21 +22,21 @@ def _by_id(records):
 
 def test_faults_cost_one_record_each_and_the_sweep_goes_on():
     names = ("ok-1", *FAULTY, "ok-2", "ok-3")
-    cfg = SweepConfig(timeout=3, workers=2, memory_limit_mb=300)
+    cfg = SweepConfig.of(timeout=3, workers=2, memory_limit_mb=300)
     got = _by_id(collect(ProcessExecutor(cfg), refs(*names), cfg, fault_check))
     assert set(got) == set(names)
     check_fault_records(got)
 
 
 def test_workers_are_reused_then_recycled_every_n_models():
-    cfg = SweepConfig(workers=1, worker_max_models=3)
+    cfg = SweepConfig.of(workers=1, worker_max_models=3)
     got = collect(ProcessExecutor(cfg), refs(*[f"m{i}" for i in range(7)]), cfg, ok_check)
     pids = [r.notes["pid"] for r in sorted(got, key=lambda r: r.rank)]
     assert pids[0] == pids[1] == pids[2] != pids[3] == pids[4] == pids[5] != pids[6]
 
 
 def test_a_crash_recycles_the_worker_and_a_leaked_patch_does_too():
-    cfg = SweepConfig(workers=1, worker_max_models=50)
+    cfg = SweepConfig.of(workers=1, worker_max_models=50)
     got = collect(ProcessExecutor(cfg), refs("a", "fault/patch-1", "b", "fault/segfault-1", "c"), cfg, fault_check)
     by = {r.model_id: r for r in got}
     assert by["a"].notes["pid"] == by["fault/patch-1"].notes["pid"] != by["b"].notes["pid"]
@@ -46,7 +46,7 @@ def test_a_crash_recycles_the_worker_and_a_leaked_patch_does_too():
 
 def test_torch_globals_are_restored_between_models():
     num_cpus = 2.0  # threads follow --num-cpus; the model sets 3
-    cfg = SweepConfig(workers=1, num_cpus=num_cpus, timeout=120)
+    cfg = SweepConfig.of(workers=1, num_cpus=num_cpus, timeout=120)
     got = collect(ProcessExecutor(cfg), refs("fault/torchglobals-1", "after"), cfg, fault_check)
     by = {r.model_id: r for r in got}
     assert by["after"].notes["pid"] == by["fault/torchglobals-1"].notes["pid"]
@@ -54,7 +54,7 @@ def test_torch_globals_are_restored_between_models():
 
 
 def test_a_model_registering_a_device_gets_the_worker_recycled():
-    cfg = SweepConfig(workers=1, timeout=120)
+    cfg = SweepConfig.of(workers=1, timeout=120)
     got = collect(ProcessExecutor(cfg), refs("fault/registerdevice-1", "after"), cfg, fault_check)
     by = {r.model_id: r for r in got}
     assert "privateuse1" in by["fault/registerdevice-1"].notes["worker_recycled"]
@@ -70,7 +70,7 @@ def test_refs_are_pulled_only_as_workers_free_up():
             pulled.append(ref.key)
             yield ref
 
-    cfg = SweepConfig(workers=2)
+    cfg = SweepConfig.of(workers=2)
     ex = ProcessExecutor(cfg)
     try:
         ex.run(lazy(), cfg, check=ok_check, on_record=lambda r: lead.append(len(pulled) - len(lead)))

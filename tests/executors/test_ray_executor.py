@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from executor_faults import (
     FAULTY,
@@ -20,7 +22,7 @@ from sweeper.records import ReasonKind, Status
 
 def test_small_sweep_streams_every_record_once(ray_session):
     names = [f"org/model-{i}" for i in range(12)]
-    cfg = SweepConfig(executor="ray", workers=2, worker_max_models=5)
+    cfg = SweepConfig.of(executor="ray", workers=2, worker_max_models=5)
     ex = RayExecutor(cfg)
     got = collect(ex, refs(*names), cfg, ok_check)
     assert sorted(r.model_id for r in got) == sorted(names)
@@ -31,7 +33,7 @@ def test_small_sweep_streams_every_record_once(ray_session):
 
 def test_model_faults_are_records_and_never_retried(ray_session):
     names = ("ok-1", *FAULTY, "ok-2")
-    cfg = SweepConfig(executor="ray", workers=2, timeout=3, memory_limit_mb=300, retries=2)
+    cfg = SweepConfig.of(executor="ray", workers=2, timeout=3, memory_limit_mb=300, retries=2)
     ex = RayExecutor(cfg)
     got = collect(ex, refs(*names), cfg, fault_check)
     assert len(got) == len(names) and {r.model_id for r in got} == set(names)
@@ -41,9 +43,9 @@ def test_model_faults_are_records_and_never_retried(ray_session):
 
 
 def test_lost_worker_is_retried_then_the_model_runs(ray_session, tmp_path):
-    cfg = SweepConfig(executor="ray", workers=1, retries=1, extra={"marker_dir": str(tmp_path)})
+    cfg = SweepConfig.of(executor="ray", workers=1, retries=1)
     ex = RayExecutor(cfg)
-    got = collect(ex, refs("a", "fault/killparent-once-1", "b"), cfg, fault_check)
+    got = collect(ex, refs("a", "fault/killparent-once-1", "b"), cfg, partial(fault_check, marker_dir=str(tmp_path)))
     by = {r.model_id: r for r in got}
     assert len(got) == 3 and set(by) == {"a", "fault/killparent-once-1", "b"}
     lost = by["fault/killparent-once-1"]
@@ -52,9 +54,9 @@ def test_lost_worker_is_retried_then_the_model_runs(ray_session, tmp_path):
 
 
 def test_lost_worker_beyond_retries_is_one_error_record(ray_session, tmp_path):
-    cfg = SweepConfig(executor="ray", workers=1, retries=1, extra={"marker_dir": str(tmp_path)})
+    cfg = SweepConfig.of(executor="ray", workers=1, retries=1)
     ex = RayExecutor(cfg)
-    got = collect(ex, refs("fault/killparent-always-1", "after"), cfg, fault_check)
+    got = collect(ex, refs("fault/killparent-always-1", "after"), cfg, partial(fault_check, marker_dir=str(tmp_path)))
     by = {r.model_id: r for r in got}
     assert len(got) == 2
     lost = by["fault/killparent-always-1"]
@@ -65,7 +67,7 @@ def test_lost_worker_beyond_retries_is_one_error_record(ray_session, tmp_path):
 
 
 def test_unimportable_check_fails_fast_with_one_line(ray_session):
-    cfg = SweepConfig(executor="ray", workers=1)
+    cfg = SweepConfig.of(executor="ray", workers=1)
     namespace: dict = {}
     exec("def local_check(ref, cfg):\n    return None\n", namespace)  # noqa: S102 - a function Ray cannot import
     namespace["local_check"].__module__ = "no_such_module_anywhere"
@@ -74,7 +76,7 @@ def test_unimportable_check_fails_fast_with_one_line(ray_session):
 
 
 def test_models_run_on_the_actors_that_are_up_while_others_wait_for_resources(ray_session):
-    cfg = SweepConfig(executor="ray", workers=3, num_cpus=1.0)  # the local cluster fits two
+    cfg = SweepConfig.of(executor="ray", workers=3, num_cpus=1.0)  # the local cluster fits two
     ex = RayExecutor(cfg)
     got = collect(ex, refs(*[f"m{i}" for i in range(6)]), cfg, ok_check)
     assert sorted(r.model_id for r in got) == [f"m{i}" for i in range(6)]

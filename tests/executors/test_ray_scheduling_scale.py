@@ -29,7 +29,7 @@ def test_55k_models_stream_through_ray_into_the_store_once_each(ray_session, hub
             fed.append(ref.key)
             yield ref
 
-    cfg = SweepConfig(executor="ray", workers=2, worker_max_models=100_000, max_in_flight=512)
+    cfg = SweepConfig.of(executor="ray", workers=2, worker_max_models=100_000, max_in_flight=512)
     ex = RayExecutor(cfg)
     in_flight_seen: list[int] = []
     store = RecordStore(tmp_path).open()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 
 import pytest
 from executor_faults import compiling_check, refs
@@ -15,8 +16,9 @@ from sweeper.executors.base import get_executor
 def _seen_while_running(executor, cfg: SweepConfig) -> list:
     """Poll ``executor.running()`` while it runs two models; every non-empty answer."""
     seen: list = []
+    check = partial(compiling_check, compile_s=1.5)
     runner = threading.Thread(target=executor.run, args=(iter(refs("org/a", "org/b")), cfg),
-                              kwargs={"check": compiling_check, "on_record": lambda r: None})  # fmt: skip
+                              kwargs={"check": check, "on_record": lambda r: None})  # fmt: skip
     runner.start()
     try:
         while runner.is_alive():
@@ -32,7 +34,7 @@ def _seen_while_running(executor, cfg: SweepConfig) -> list:
 
 @pytest.mark.parametrize("name", ["inline", "process"])
 def test_running_names_the_model_its_stage_and_start(name):
-    cfg = SweepConfig(executor=name, workers=1, extra={"compile_s": 1.5})
+    cfg = SweepConfig.of(executor=name, workers=1, )
     seen = _seen_while_running(get_executor(cfg), cfg)
     stages = {(p.key, p.stage) for found in seen for p in found}
     assert ("org/a", "compile") in stages and ("org/b", "compile") in stages
@@ -40,6 +42,6 @@ def test_running_names_the_model_its_stage_and_start(name):
 
 
 def test_ray_running_reads_the_local_worker_progress(ray_session):
-    cfg = SweepConfig(executor="ray", workers=1, extra={"compile_s": 1.5})
+    cfg = SweepConfig.of(executor="ray", workers=1, )
     seen = _seen_while_running(get_executor(cfg), cfg)
     assert ("org/a", "compile") in {(p.key, p.stage) for found in seen for p in found}

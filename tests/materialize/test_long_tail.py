@@ -50,7 +50,7 @@ def _loss(out, has_labels):
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
     built = materialize(zoo_ref(model_type, 1), CFG)
-    assert built.num_parameters < CFG.max_parameters, rule
+    assert built.num_parameters < CFG.materialise.max_parameters, rule
     loss = _loss(built.model(**built.inputs), built.has_labels)
     assert math.isfinite(float(loss)), rule
     loss.backward()

@@ -24,14 +24,14 @@ def _ref() -> ModelRef:
 
 
 def test_tiny_mode_shrinks_position_tables() -> None:
-    built = build(_ref(), SweepConfig(stages=("load", "forward")))
+    built = build(_ref(), SweepConfig.of(stages=("load", "forward")))
     assert built.config.max_position_embeddings <= 2048
     buffers = sum(b.numel() * b.element_size() for b in built.model.buffers())
     assert buffers < 64 * 1024 * 1024  # not 2 × 40,000² bytes of causal mask
 
 
 def test_what_does_not_fit_the_budget_is_too_large_before_it_is_built() -> None:
-    cfg = SweepConfig(weights="random", stages=("load", "forward"), memory_limit_mb=1024)
+    cfg = SweepConfig.of(weights="random", stages=("load", "forward"), memory_limit_mb=1024)
     start = time.monotonic()
     record = check_model(_ref(), cfg)
     assert record.reason is not None and record.reason.kind == ReasonKind.TOO_LARGE, record.reason

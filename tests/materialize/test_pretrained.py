@@ -35,7 +35,7 @@ from sweeper.materialize.pretrained import (
 from sweeper.materialize.sizes import WeightsTooLargeError
 from sweeper.records import ENVIRONMENT_KINDS, ModelRef, ReasonKind
 
-CFG = SweepConfig(weights="pretrained")
+CFG = SweepConfig.of(weights="pretrained")
 TOKEN = "hf_grantedLoopbackToken42"
 
 
@@ -203,8 +203,8 @@ def test_default_limits_fit_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sizes.shutil, "disk_usage", lambda path: SimpleNamespace(free=50e9))
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=16e9))
     assert sizes.limit_bytes(SweepConfig()) == pytest.approx(0.9 * 50e9)
-    assert sizes.limit_bytes(SweepConfig(max_download_gb=2.5)) == 2.5e9
+    assert sizes.limit_bytes(SweepConfig.of(max_download_gb=2.5)) == 2.5e9
     # float32 weights plus gradients for backward, with headroom: 16 GB holds 1.6e9 parameters
     assert sizes.limit_params(SweepConfig()) == int(16e9 / (4 * 2 * 1.25))
-    assert sizes.limit_params(SweepConfig(dtype="bfloat16", stages=("load", "forward"))) == int(16e9 / (2 * 1.25))
-    assert sizes.limit_params(SweepConfig(max_params=7)) == 7
+    assert sizes.limit_params(SweepConfig.of(dtype="bfloat16", stages=("load", "forward"))) == int(16e9 / (2 * 1.25))
+    assert sizes.limit_params(SweepConfig.of(max_params=7)) == 7

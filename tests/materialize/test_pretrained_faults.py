@@ -40,8 +40,8 @@ def test_each_fault_gives_one_record(hub_server: HubServer, bert_folder: Path, t
     hub_server.faults.add(Fault(503, path="org/flaky/resolve", count=3))
     hub_server.faults.add(Fault(RESET, path="org/reset/resolve/.*/config.json", count=1))
     hub_server.faults.add(Fault(503, path="org/down"))
-    cfg = SweepConfig(source="hub", top=6, weights="pretrained", stages=("load",), executor="inline",
-                      out=str(tmp_path / "run"), hub_tries=4, max_download_gb=100, extra={"hub_backoff_s": 0.02})
+    cfg = SweepConfig.of(source="hub", top=6, weights="pretrained", stages=("load",), executor="inline",
+                      out=str(tmp_path / "run"), hub_tries=4, max_download_gb=100, hub_backoff_s=0.02)
     result = run_sweep(cfg, quiet=True, write_report=False)
     records = {r.model_id: r for r in read_records(tmp_path / "run")}
     assert result.total == 6 and sorted(records) == sorted(f"org/{name}" for name in cases)

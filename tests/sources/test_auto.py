@@ -12,11 +12,10 @@ import pytest
 from hub_fixtures import closed_port, populate
 from hub_server import HubServer
 
-import sweeper.sources.registry  # noqa: F401  (registers the real sources before the tests swap any)
 from sweeper.config import SweepConfig
 from sweeper.errors import UsageError
 from sweeper.records import ModelRef
-from sweeper.sources import base
+from sweeper.sources import base, registry
 from sweeper.sources.base import get_source
 from sweeper.sources.snapshots import save_snapshot
 
@@ -38,7 +37,7 @@ class StandInZoo:
 
 @pytest.fixture(autouse=True)
 def stand_in_zoo(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(base._REGISTRY, "zoo", StandInZoo)
+    monkeypatch.setitem(registry._REGISTRY, "zoo", StandInZoo)
 
 
 def snapshot(day: str, *names: str) -> None:
@@ -47,7 +46,7 @@ def snapshot(day: str, *names: str) -> None:
 
 
 def auto(**settings: object) -> base.Source:
-    return get_source(SweepConfig(source="auto", **settings))  # type: ignore[arg-type]
+    return get_source(SweepConfig.of(source="auto", **settings))  # type: ignore[arg-type]
 
 
 def test_hub_when_it_answers(hub_server: HubServer) -> None:
@@ -115,7 +114,7 @@ def test_listing_failure_after_probe_falls_back(hub_server: HubServer) -> None:
 
 
 def test_nothing_available_is_a_usage_error(hub_server: HubServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(base._REGISTRY, "zoo")
+    monkeypatch.delitem(registry._REGISTRY, "zoo")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(UsageError, match="no saved snapshot; zoo source not installed"):
         auto()

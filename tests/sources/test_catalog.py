@@ -151,7 +151,7 @@ def test_describe_dates_from_name_or_mtime(tmp_path: Path) -> None:
 
 def test_registered_as_catalog(tmp_path: Path) -> None:
     path = write(tmp_path / "cat.csv", ROWS)
-    source = get_source(SweepConfig(source="catalog", catalog=str(path)))
+    source = get_source(SweepConfig.of(source="catalog", catalog=str(path)))
     assert [r.model_id for r in source.refs()] == ["org/a", "org/b", "c"]
 
 

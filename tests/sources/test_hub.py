@@ -21,7 +21,7 @@ TOKEN = "hf_loopbackSecretToken123"
 
 def test_listing_follows_pages_in_download_order(hub_server: HubServer) -> None:
     populate(hub_server)
-    source = HubSource(SweepConfig(source="hub", top=5))
+    source = HubSource(SweepConfig.of(source="hub", top=5))
     refs = list(source.refs())
     assert [r.model_id for r in refs] == [f"org/model-{i}" for i in range(5)]
     assert [r.rank for r in refs] == [1, 2, 3, 4, 5]
@@ -37,7 +37,7 @@ def test_listing_follows_pages_in_download_order(hub_server: HubServer) -> None:
 
 def test_listing_is_saved_as_a_catalog_snapshot(hub_server: HubServer, snapshot_cache: Path) -> None:
     populate(hub_server)
-    source = HubSource(SweepConfig(source="hub", top=4))
+    source = HubSource(SweepConfig.of(source="hub", top=4))
     refs = list(source.refs())
     saved = Path(source.describe()["snapshot"])
     assert saved.parent == snapshot_cache and saved.name.startswith("hub-") and saved.suffix == ".jsonl"
@@ -50,7 +50,7 @@ def test_listing_is_saved_as_a_catalog_snapshot(hub_server: HubServer, snapshot_
 def test_token_is_sent_but_never_written(hub_server: HubServer, monkeypatch: pytest.MonkeyPatch) -> None:
     populate(hub_server)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    source = get_source(SweepConfig(source="hub", top=3))
+    source = get_source(SweepConfig.of(source="hub", top=3))
     list(source.refs())
     assert f"Bearer {TOKEN}" in hub_server.auth_seen  # the token really was in use
     snapshot = Path(source.describe()["snapshot"]).read_text()
@@ -63,7 +63,7 @@ def test_errors_are_one_line_and_redacted(monkeypatch: pytest.MonkeyPatch, hub_s
     url = f"http://127.0.0.1:{closed_port()}"
     monkeypatch.setenv("HF_ENDPOINT", url)
     with pytest.raises(HubListingError) as info:
-        list(HubSource(SweepConfig(source="hub", top=2)).refs())
+        list(HubSource(SweepConfig.of(source="hub", top=2)).refs())
     message = str(info.value)
     assert message.startswith(f"Hub unreachable ({url}: ") and "\n" not in message
     assert TOKEN not in message and isinstance(info.value, UsageError)
@@ -73,27 +73,27 @@ def test_offline_never_touches_the_network(hub_server: HubServer, monkeypatch: p
     populate(hub_server)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(HubListingError, match="HF_HUB_OFFLINE"):
-        list(HubSource(SweepConfig(source="hub", top=2)).refs())
+        list(HubSource(SweepConfig.of(source="hub", top=2)).refs())
     assert hub_server.log == []
 
 
 def test_empty_listing_is_an_error(hub_server: HubServer) -> None:
     with pytest.raises(HubListingError, match="returned no models"):
-        list(HubSource(SweepConfig(source="hub", top=2)).refs())
+        list(HubSource(SweepConfig.of(source="hub", top=2)).refs())
 
 
 def test_listing_limit_leaves_room_for_filters() -> None:
-    assert listing_limit(SweepConfig(top=20)) == 20
-    assert listing_limit(SweepConfig(top=20, tasks=("fill-mask",))) == 200
+    assert listing_limit(SweepConfig.of(top=20)) == 20
+    assert listing_limit(SweepConfig.of(top=20, tasks=("fill-mask",))) == 200
     assert listing_limit(SweepConfig()) == 1000
-    assert listing_limit(SweepConfig(extra={"hub_limit": 50})) == 50
+    assert listing_limit(SweepConfig.of(hub_limit=50)) == 50
 
 
 def test_a_shorter_listing_keeps_the_longer_snapshot_of_the_day(hub_server: HubServer) -> None:
     populate(hub_server)
-    long = HubSource(SweepConfig(source="hub", top=6))
+    long = HubSource(SweepConfig.of(source="hub", top=6))
     list(long.refs())
-    short = HubSource(SweepConfig(source="hub", top=2))
+    short = HubSource(SweepConfig.of(source="hub", top=2))
     list(short.refs())
     saved = Path(short.describe()["snapshot"])
     assert saved == Path(long.describe()["snapshot"])

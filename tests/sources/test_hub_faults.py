@@ -42,7 +42,7 @@ def listing_calls(server: HubServer) -> list[tuple[str, int]]:
 
 
 def hub_cfg(top: int, **changes: object) -> SweepConfig:
-    return SweepConfig(source="hub", top=top, extra=dict(FAST), **changes)  # type: ignore[arg-type]
+    return SweepConfig.of(source="hub", top=top, **FAST, **changes)  # type: ignore[arg-type]
 
 
 def test_rate_limited_listing_waits_as_asked(hub_server: HubServer, sleeps: list[float]) -> None:
@@ -121,7 +121,7 @@ def test_journal_keeps_only_rows_its_cursor_vouches_for(tmp_path: Path) -> None:
 def _quick_check(server: HubServer, pages_seen: list[int]):
     def check(ref: ModelRef, cfg: SweepConfig) -> ModelRecord:
         pages_seen.append(len(listing_calls(server)))
-        return base_record(ref, sweep_id="", device=cfg.device, status=Status.PASS, weights=cfg.weights)
+        return base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights)
 
     return check
 

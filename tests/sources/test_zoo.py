@@ -10,7 +10,7 @@ from sweeper.sources.zoo import POPULAR, ZooSource, zoo_heads, zoo_types
 
 
 def test_zoo_lists_every_buildable_type_once_with_a_head():
-    refs = list(ZooSource(SweepConfig(source="zoo")).refs())
+    refs = list(ZooSource(SweepConfig.of(source="zoo")).refs())
     assert len(refs) >= 600
     assert [r.rank for r in refs] == list(range(1, len(refs) + 1))
     assert len({r.model_type for r in refs}) == len(refs)
@@ -49,8 +49,8 @@ def test_heads_prefer_a_loss_that_runs_the_whole_model():
 
 
 def test_registered_source_describes_itself_and_honours_top():
-    source = get_source(SweepConfig(source="zoo"))
+    source = get_source(SweepConfig.of(source="zoo"))
     info = source.describe()
     assert info["name"] == "zoo" and int(info["model_types"]) >= 600 and info["transformers"]
-    top = list(select(source.refs(), SweepConfig(source="zoo", top=5)))
+    top = list(select(source.refs(), SweepConfig.of(source="zoo", top=5)))
     assert [r.model_type for r in top] == list(zoo_types()[:5])

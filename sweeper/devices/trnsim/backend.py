@@ -14,7 +14,10 @@ from typing import Any
 import torch
 import torch.utils.backend_registration as br
 
-from sweeper.devices.trnsim import kernels, refcells, special, state
+import sweeper.devices.trnsim.kernels as kernels
+import sweeper.devices.trnsim.refcells as refcells
+import sweeper.devices.trnsim.special as special
+import sweeper.devices.trnsim.state as state
 from sweeper.devices.trnsim.errors import LateRegistrationError
 from sweeper.devices.trnsim.profile import Profile
 
@@ -51,8 +54,8 @@ def ensure_registered() -> None:
         current = torch._C._get_privateuse1_backend_name()
         if current not in ("privateuseone", NAME):
             raise RuntimeError(f"PrivateUse1 is already named {current!r} in this process; trnsim needs its own")
-        from sweeper.devices.trnsim import module as devmod
-        from sweeper.devices.trnsim import patches
+        import sweeper.devices.trnsim.module as devmod
+        import sweeper.devices.trnsim.patches as patches
 
         if current != NAME:
             torch.utils.rename_privateuse1_backend(NAME)
@@ -71,11 +74,11 @@ def ensure_registered() -> None:
         from torch._dynamo import trace_rules
 
         trace_rules.add("sweeper.devices.trnsim")
-        from sweeper.devices.trnsim import autocast
+        import sweeper.devices.trnsim.autocast as autocast
 
         autocast.register(_lib("AutocastPrivateUse1"))
         apply_profile(state.active_profile())
-        from sweeper.devices.trnsim import compiler
+        import sweeper.devices.trnsim.compiler as compiler
 
         compiler.register_backend()
         _DONE["ok"] = True
@@ -104,7 +107,7 @@ def apply_profile(profile: Profile) -> None:
     _register_profile_ops(extra)
     kernels.apply_profile(profile, _REGISTERED)
     _forward_ad(profile.allows("forward_ad"))
-    from sweeper.devices.trnsim import compiler
+    import sweeper.devices.trnsim.compiler as compiler
 
     compiler.follow_profile_shapes(profile.allows("dynamic_shapes"))
 

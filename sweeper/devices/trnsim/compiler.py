@@ -36,7 +36,9 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from sweeper.devices.trnsim import lowering, phases, state
+import sweeper.devices.trnsim.lowering as lowering
+import sweeper.devices.trnsim.phases as phases
+import sweeper.devices.trnsim.state as state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import (
     DynamicShapeError,

@@ -23,6 +23,7 @@ class TrnsimDevice(Device):
     name = "trnsim"
     description = "simulated Trainium-like accelerator (PrivateUse1 over the CPU; refuses per its profile)"
     needs = "nothing (torch-mlir for the compile stage's StableHLO lowering)"
+    kind = "trnsim"
 
     def __init__(self, spec: str, **options: Any) -> None:
         super().__init__(spec, **options)
@@ -50,15 +51,16 @@ class TrnsimDevice(Device):
 
     def setup(self) -> None:
         """Register the backend and the compile backend; load the profile (idempotent)."""
-        from sweeper.devices import trnsim
-        from sweeper.devices.trnsim import compiler
+        import sweeper.devices.trnsim.compiler as compiler
+        from sweeper.devices.trnsim.backend import apply_profile
+        from sweeper.devices.trnsim.profile import load_profile
 
         if self._profile is None:
-            self._profile = trnsim.load_profile(self.profile_path)
-        trnsim.apply_profile(self._profile)
+            self._profile = load_profile(self.profile_path)
+        apply_profile(self._profile)
         compiler.register_backend()
         if self.repro_dir:
-            from sweeper.devices.trnsim import state
+            import sweeper.devices.trnsim.state as state
 
             state.set_repro_dir(self.repro_dir)
 
@@ -66,7 +68,7 @@ class TrnsimDevice(Device):
     def recording(self) -> Iterator[Recording]:
         """Ops, host fallbacks, refusals (and blockers in collect-all mode) of the block."""
         self.setup()
-        from sweeper.devices.trnsim import state
+        import sweeper.devices.trnsim.state as state
 
         seen = Recording()
         with state.recording() as rec, state.collect_all(self.collect_all):
@@ -79,28 +81,28 @@ class TrnsimDevice(Device):
         """Execution is synchronous."""
 
     def reset_peak_memory(self) -> None:
-        from sweeper.devices.trnsim import storage
+        import sweeper.devices.trnsim.storage as storage
 
         storage.reset_peak_memory_stats()
 
     def peak_memory_bytes(self) -> int | None:
-        from sweeper.devices.trnsim import storage
+        import sweeper.devices.trnsim.storage as storage
 
         return storage.max_memory_allocated()
 
     def profile_info(self) -> dict[str, str]:
         """Name and content hash of the profile records carry."""
         if self._profile is None:
-            from sweeper.devices import trnsim
+            from sweeper.devices.trnsim.profile import load_profile
 
-            self._profile = trnsim.load_profile(self.profile_path)
+            self._profile = load_profile(self.profile_path)
         return self._profile.info()
 
     def reset_between_models(self) -> None:
         """Drop compiled graphs and free the last model's memory."""
         import torch
 
-        from sweeper.devices.trnsim import compiler
+        import sweeper.devices.trnsim.compiler as compiler
 
         torch._dynamo.reset()
         compiler.reset_lowered()

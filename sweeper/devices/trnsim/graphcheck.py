@@ -9,7 +9,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from sweeper.devices.trnsim import state
+import sweeper.devices.trnsim.state as state
 from sweeper.devices.trnsim.canonical import is_non_op
 from sweeper.devices.trnsim.errors import (
     DynamicShapeError,

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import state, storage
+import sweeper.devices.trnsim.state as state
+import sweeper.devices.trnsim.storage as storage
 from sweeper.devices.trnsim.errors import (
     UnsupportedDtypeError,
     UnsupportedFeatureError,

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import phases
+import sweeper.devices.trnsim.phases as phases
 from sweeper.devices.trnsim.canonical import canonicalize, is_non_op
 from sweeper.devices.trnsim.graphkey import LRU, graph_key
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import storage
+import sweeper.devices.trnsim.storage as storage
 
 _SHIMMED: dict[str, Any] = {}
 

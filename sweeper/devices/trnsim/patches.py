@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import storage
+import sweeper.devices.trnsim.storage as storage
 
 _INSTALLED: dict[str, Any] = {}
 
@@ -75,7 +75,7 @@ def install_nested_guard() -> None:
 
     def __init__(self: Any, values: torch.Tensor, offsets: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         if values.device.type == "trnsim":
-            from sweeper.devices.trnsim import state
+            import sweeper.devices.trnsim.state as state
             from sweeper.devices.trnsim.errors import UnsupportedFeatureError
 
             if not state.active_profile().allows("nested"):

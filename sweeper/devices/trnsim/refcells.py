@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import kernels
+import sweeper.devices.trnsim.kernels as kernels
 
 Tensor = torch.Tensor
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import kernels, state, storage
+import sweeper.devices.trnsim.kernels as kernels
+import sweeper.devices.trnsim.state as state
+import sweeper.devices.trnsim.storage as storage
 from sweeper.devices.trnsim.errors import UnsupportedFeatureError
 
 aten = torch.ops.aten

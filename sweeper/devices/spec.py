@@ -1,0 +1,83 @@
+"""``DeviceSpec``: the sweep's device, resolved once in planning and shipped to workers.
+
+The device string is parsed here and nowhere else (name, index); planning builds the
+device once to check it is usable here and to read what records carry (its kind, its
+capability profile's name and hash, whether it needs a GPU per model). Workers build
+their ``Device`` from the spec (``build``) instead of from the raw settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sweeper.errors import UsageError
+
+if TYPE_CHECKING:
+    from sweeper.config import SweepConfig
+    from sweeper.devices.base import Device
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Everything about the sweep's device a worker needs; frozen and picklable."""
+
+    spec: str  # as the user gave it: cpu, cuda:1, trnsim
+    name: str  # the registry name (the part before ``:``)
+    index: int | None  # cuda:1 -> 1
+    kind: str  # torch | trnsim (``Device.kind``)
+    profile: str | None  # the capability profile's path, None = the device's default
+    profile_info: dict[str, str] = field(default_factory=dict)  # its name and content hash
+    compile_backend: str | None = None  # --compile-backend; None = the device's own
+    dtype: str = "float32"
+    collect_all: bool = False
+    retie_weights: bool = False
+    gpus: bool = False  # each model needs a GPU of its own
+    out_dir: str | None = None  # where the device may leave artifacts (reproducers)
+
+    def options(self) -> dict[str, Any]:
+        """The options ``get_device`` hands the device's factory."""
+        return {"profile": self.profile, "collect_all": self.collect_all, "out_dir": self.out_dir}
+
+    def build(self) -> Device:
+        """A new ``Device`` for this spec (not yet set up)."""
+        from sweeper.devices.base import get_device
+
+        return get_device(self.spec, **self.options())
+
+    def info(self) -> dict[str, Any]:
+        """What ``sweep.json`` and check fingerprints say about the device."""
+        return {"spec": self.spec, "profile": dict(self.profile_info)}
+
+
+def parse(spec: str) -> tuple[str, int | None]:
+    """``cuda:1`` -> ``("cuda", 1)``; ``trnsim`` -> ``("trnsim", None)``; UsageError otherwise."""
+    name, sep, index = spec.strip().partition(":")
+    name = name.strip().lower()
+    if not name:
+        raise UsageError(f"device {spec!r} names no device (e.g. cpu, cuda:0, trnsim)")
+    if not sep:
+        return name, None
+    if not index.strip().isdigit():
+        raise UsageError(f"device {spec!r}: the index after ':' must be a whole number, got {index!r}")
+    return name, int(index)
+
+
+def resolve_device(cfg: SweepConfig, *, out_dir: str | None = None) -> tuple[DeviceSpec, Device]:
+    """The spec for ``cfg.device`` and the device built from it; UsageError when the name
+    is unknown, the index malformed or the device not usable in this process."""
+    from sweeper.devices.base import device_factory
+
+    dev = cfg.device
+    name, index = parse(dev.spec)
+    factory = device_factory(name)
+    device = factory(dev.spec, profile=dev.profile, collect_all=dev.collect_all, out_dir=out_dir)
+    ok, why = device.available()
+    if not ok:
+        raise UsageError(f"device {dev.spec!r} is not usable here: {why}")
+    spec = DeviceSpec(
+        spec=dev.spec, name=name, index=index, kind=device.kind, profile=dev.profile,
+        profile_info=dict(device.profile_info()), compile_backend=dev.compile_backend, dtype=dev.dtype,
+        collect_all=dev.collect_all, retie_weights=dev.retie_weights, gpus=device.gpus, out_dir=out_dir,
+    )
+    return spec, device
