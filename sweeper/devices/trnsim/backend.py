@@ -162,6 +162,7 @@ def _register_kernels() -> None:
             names.add(name)
     _REGISTERED.extend(sorted(names))
     _DONE["names"] = names
+    _register_math_bit_copies()
     anylib = _lib("_")
     for key, feature in (("SparsePrivateUse1", "sparse"), ("SparseCsrPrivateUse1", "sparse"),
                          ("NestedTensorPrivateUse1", "nested")):
@@ -169,6 +170,16 @@ def _register_kernels() -> None:
             anylib.fallback(special.refuse_layout(feature), dispatch_key=key, with_keyset=False)
         except (RuntimeError, TypeError):
             pass  # torch builds without the key: nothing can reach it anyway
+
+
+def _register_math_bit_copies() -> None:
+    """Copies of conjugate / negative views: the math-bit fallbacks of the Conjugate and
+    Negative keys recurse through ``_copy_from`` for any device but CPU and CUDA. PyTorch
+    calls ``_copy_from`` only when a side is not CPU or CUDA, so this reaches trnsim only."""
+    for key in ("Conjugate", "Negative"):
+        lib = _lib(key)
+        lib.impl(aten._copy_from.default, special.copy_from_math_bits, key)
+        lib.impl(aten._copy_from_and_resize.default, special.copy_from_and_resize_math_bits, key)
 
 
 def _host_level(name: str) -> bool:

@@ -39,6 +39,23 @@ def copy_from_and_resize(self: Tensor, dst: Tensor) -> Tensor:
     return dst
 
 
+def copy_from_math_bits(self: Tensor, dst: Tensor, non_blocking: bool = False) -> Tensor:
+    """``_copy_from`` when either side is a lazy conjugate or negative view (``x.conj()``).
+
+    PyTorch's math-bit fallback would resolve such an argument by cloning it, and the clone
+    copies through ``_copy_from`` again, without end; for ``dst`` it would write into a
+    clone and lose the copy. Registered on the Conjugate and Negative keys, this kernel
+    does what a device copy engine does: one copy that applies the bits (the host views
+    carry them), into ``dst`` itself.
+    """
+    return copy_from(self, dst, non_blocking)
+
+
+def copy_from_and_resize_math_bits(self: Tensor, dst: Tensor) -> Tensor:
+    """``_copy_from_and_resize`` with a conjugate or negative view on either side."""
+    return copy_from_and_resize(self, dst)
+
+
 def resize_(self: Tensor, size: Any, memory_format: Any = None) -> Tensor:
     """Grow into a fresh host allocation when needed, keeping the old contents."""
     _count("aten::resize_")

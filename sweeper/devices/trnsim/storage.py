@@ -88,16 +88,18 @@ def wrap(cpu: torch.Tensor) -> torch.Tensor:
     trn = entry() if entry is not None else None
     if trn is None:
         trn = _register(owner, ptr)
-    return _set_boxed(_CPU_KEYS, _new_tensor(_EMPTY, cpu.dtype), trn, cpu.storage_offset(), cpu.size(), cpu.stride())
+    out = _set_boxed(_CPU_KEYS, _new_tensor(_EMPTY, cpu.dtype), trn, cpu.storage_offset(), cpu.size(), cpu.stride())
+    return _with_math_bits(out, cpu) if cpu.is_conj() or cpu.is_neg() else out
 
 
 def cpu_view(t: torch.Tensor) -> torch.Tensor:
-    """A CPU tensor over a trnsim tensor's memory (same offset, sizes, strides, dtype)."""
+    """A CPU tensor over a trnsim tensor's memory (same offset, sizes, strides, dtype, and
+    conjugate / negative bits)."""
     ptr = t.untyped_storage().data_ptr()
     entry = _TABLE.get(ptr)
     if entry is None:
         if t.numel() == 0:
-            return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
+            return _with_math_bits(torch.empty_strided(t.size(), t.stride(), dtype=t.dtype), t)
         raise RuntimeError(f"trnsim tensor with unknown storage {ptr:#x}")
     # One flat CPU tensor per dtype over the whole allocation, made on first use: a CPU
     # view of any trnsim tensor is then a single as_strided call.
@@ -108,7 +110,18 @@ def cpu_view(t: torch.Tensor) -> torch.Tensor:
     flat = flats.get(dtype)
     if flat is None:
         flat = flats[dtype] = torch.empty(0, dtype=dtype).set_(entry.owner)
-    return flat.as_strided(t.size(), t.stride(), t.storage_offset())
+    view = flat.as_strided(t.size(), t.stride(), t.storage_offset())
+    return _with_math_bits(view, t)
+
+
+def _with_math_bits(view: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """``view`` carrying ``t``'s lazy conjugate / negative bits (``x.conj()``, ``x.conj().imag``):
+    the memory holds the unconjugated values, and the host kernels apply the bits as they read."""
+    if t.is_conj():
+        view = view.conj()
+    if t.is_neg():
+        view = view._neg_view()
+    return view
 
 
 def owner_of(trn: Any) -> torch.UntypedStorage:
