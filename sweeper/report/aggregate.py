@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.report import findings
 from sweeper.report.load import CATEGORIES, TRIED, SweepData
 
 EXAMPLES = 3
@@ -130,18 +131,26 @@ def top_reasons(data: SweepData, limit: int = 25, *, origin: str = "device") -> 
 
 
 def blockers_of(data: SweepData, origin: str, limit: int = 25) -> pd.DataFrame:
-    """Every blocker of one origin (not only first reasons), by (kind, op): models,
-    downloads, a sample message and examples. The lowering-tool findings and the
-    harness's own bug list are read this way."""
-    cols = ["kind", "op", "models", "downloads", "message", "examples"]
+    """Every blocker of one origin (not only first reasons), by what it is about (kind, op,
+    and for a lowering-tool failure naming no op the graph or failure signature, see
+    ``findings``): models, downloads, a sample message, its reproducer and examples. The
+    lowering-tool findings and the harness's own bug list are read this way."""
+    by = ["kind", "op", "graph", "signature"]
+    cols = [*by, "models", "downloads", "message", "repro", "examples"]
     b = _origin_blockers(data, origin).fillna({"op": ""})
     if b.empty:
         return pd.DataFrame(columns=cols)
-    pairs = b.drop_duplicates(["row", "kind", "op"])[["row", "kind", "op", "message"]]
+    b = findings.annotate(b)
+    pairs = b.drop_duplicates(["row", *by])[["row", *by, "message", "repro"]]
     pairs = pairs.join(data.models[["key", "model_id", "downloads", "rank"]], on="row")
-    out = grouped(pairs, ["kind", "op"]).head(limit)
-    first = pairs.drop_duplicates(["kind", "op"]).set_index(["kind", "op"])["message"]
-    out["message"] = [first.loc[(k, o)] for k, o in zip(out["kind"], out["op"])]
+    out = grouped(pairs, by).head(limit)
+    # The sample and its reproducer: the first blocker of the group, preferring one that
+    # names a reproducer.
+    named = pairs.sort_values("repro", key=lambda r: r.eq(""), kind="stable")
+    first = named.drop_duplicates(by).set_index(by)
+    keys = list(zip(*(out[c] for c in by)))
+    out["message"] = [first.loc[k, "message"] for k in keys]
+    out["repro"] = [first.loc[k, "repro"] for k in keys]
     return out[cols]
 
 

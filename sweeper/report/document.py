@@ -26,8 +26,9 @@ ROADMAP_INTRO = (
     "that would pass if this op alone were lowered."
 )
 LOWERING_TOOL_INTRO = (
-    "Ops the device profile calls native that the lowering tool failed on: material for upstream bug reports, "
-    "not chip gaps. Each record keeps the full diagnostic; reproducers are under `" + REPROS + "/` when the sweep wrote them."
+    "Ops the device profile calls native that the lowering tool failed on, and graphs it failed on without naming an "
+    "op (one row per failing graph: its hash and failure signature): material for upstream bug reports, not chip "
+    "gaps. Each record keeps the full diagnostic; reproducers are under `" + REPROS + "/` when the sweep wrote them."
 )
 HARNESS_INTRO = (
     "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "

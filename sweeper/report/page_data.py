@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.records import Origin
-from sweeper.report import document
+from sweeper.report import document, findings
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import one_line
 from sweeper.report.load import CATEGORIES, SweepData
@@ -74,6 +74,7 @@ def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any =
         "charts": [[c, document.CHART_TITLES.get(c, c)] for c in charts],
         "stages": list(data.stages),
         "roadmap": roadmap_rows(a),
+        "lowering_tool": finding_rows(a.lowering_tool),
         "hub": hub,
         "rows": model_columns(data, strings),
         "compare": None,
@@ -108,6 +109,20 @@ def roadmap_rows(a: Analysis) -> list[list[Any]]:
     """[op, kinds, models blocked, downloads blocked, only blocker of, downloads freed]."""
     cols = ["op", "kinds", "models", "downloads", "unlocked_models", "unlocked_downloads"]
     return [[_plain(v) for v in row] for row in a.ops[cols].itertuples(index=False)]
+
+
+def finding_rows(frame: pd.DataFrame) -> list[list[Any]]:
+    """[kind, subject, whole graph?, graph, models, downloads, sample message, reproducer,
+    examples] per lowering-tool finding; an op-less graph failure's subject is
+    ``findings.WHOLE_GRAPH`` and its sample the failure signature."""
+    rows = []
+    for r in frame.itertuples(index=False):
+        whole = findings.is_whole_graph(r.graph, r.signature)
+        subject = findings.WHOLE_GRAPH if whole else r.op
+        sample = r.signature if whole else r.message
+        rows.append([r.kind, subject, whole, r.graph, _plain(r.models), _plain(r.downloads), one_line(sample, 500),
+                     r.repro, list(r.examples)])
+    return rows
 
 
 def model_columns(data: SweepData, s: Strings) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from sweeper.report.escape import (
     pct,
     table,
 )
+from sweeper.report.findings import WHOLE_GRAPH, is_whole_graph
 
 SHOWN = 20  # rows shown before the rest collapses
 MODEL_ROWS = 100  # failing models listed in report.md; index.html lists every model
@@ -149,15 +150,36 @@ def features(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
 
 
 def findings(frame: pd.DataFrame, *, weighted: bool, link: bool, what: str) -> str:
-    """Blockers of one origin by kind and op, with a sample message (every blocker, not only first ones)."""
-    headers = ["kind", "op", "models", "downloads", "examples", "sample message"]
+    """Blockers of one origin by kind and op, with a sample message (every blocker, not only
+    first ones). A lowering-tool failure that names no op is a row per failing graph: what it
+    is about, its failure signature and its reproducer (``report.findings``)."""
+    headers = ["kind", "op", "models", "downloads", "examples", "sample message", "reproducer"]
 
     def cells(r: Any) -> list[Any]:
-        return [md(r.kind), code(r.op) if r.op else "", num(r.models), compact(r.downloads),
-                examples(r.examples, link), md(r.message, MESSAGE_CHARS)]  # fmt: skip
+        whole = is_whole_graph(r.graph, r.signature)
+        sample = md(r.signature, MESSAGE_CHARS) if whole else md(r.message, MESSAGE_CHARS)
+        return [md(r.kind), subject_cell(r.op, r.graph, r.signature), num(r.models), compact(r.downloads),
+                examples(r.examples, link), sample, repro_link(r.repro)]  # fmt: skip
 
     keep = _dl(weighted, headers)
+    if not frame["repro"].astype(bool).any():
+        keep.remove("reproducer")
     return long_table(keep, _rows(frame, cells, headers, keep), what)
+
+
+def subject_cell(op: str, graph: str, signature: str) -> str:
+    """The op, or for an op-less graph failure ``whole graph (no op named)`` and its key."""
+    if op:
+        return code(op)
+    if is_whole_graph(graph, signature):
+        return md(WHOLE_GRAPH) + (f" {code(graph)}" if graph else "")
+    return ""
+
+
+def repro_link(repro: str) -> str:
+    """A link to a reproducer inside the sweep folder (``findings.reproducer`` vouches for
+    the path: ``repros/`` and a plain file name)."""
+    return f"[{md(repro.rsplit('/', 1)[-1])}]({repro})" if repro else ""
 
 
 def not_tested(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:

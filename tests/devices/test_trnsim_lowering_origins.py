@@ -17,6 +17,7 @@ from trnsim_helpers import root_cause, run_compiled
 from sweeper import origins
 from sweeper.classify import classify
 from sweeper.records import Origin, ReasonKind
+from sweeper.report import findings
 
 pytest.importorskip("torch_mlir")
 
@@ -78,6 +79,10 @@ def test_a_tool_failure_that_names_no_op_is_the_tools_with_a_graph_reproducer(lo
     assert "without naming an op" in reason.message and "full diagnostic:" in reason.message
     scripts = list((tmp_path / "repros").glob("graph-*.py"))
     assert [str(s) for s in scripts] == [cause.repro] and cause.repro in reason.message
+    # The report reads the graph and its reproducer back from the message (report.findings).
+    assert findings.reproducer(reason.message) == f"repros/{scripts[0].name}"
+    assert findings.graph_key(findings.reproducer(reason.message)) == scripts[0].stem
+    assert findings.signature(reason.message).startswith("backward graph: ")
     assert (tmp_path / "repros" / scripts[0].name.replace(".py", ".mlir")).exists()
     run = subprocess.run([sys.executable, str(scripts[0])], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 1, run.stderr

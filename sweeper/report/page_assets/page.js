@@ -216,6 +216,24 @@
   });
   if (!D.roadmap.length) rm.append(el("tr", "No op blocks a model."));
 
+  // ---- lowering-tool findings: an op, or a whole graph with its reproducer ----
+  const REPRO = /^repros\/[\w.-]+\.py$/;  // a file in the sweep folder, nothing else becomes a link
+  const lt = $("lowering-tool");
+  const ltHeads = ["kind", "op", "models"].concat(weighted ? ["downloads"] : [], ["sample message", "reproducer", "examples"]);
+  const lthr = el("tr"); ltHeads.forEach((t) => lthr.append(el("th", t, t === "models" || t === "downloads" ? "num" : ""))); lt.append(lthr);
+  (D.lowering_tool || []).forEach(([kind, subject, whole, graph, models, dls, message, reproPath, ex]) => {
+    const r = el("tr"), what = el("td");
+    what.append(whole ? el("span", subject) : el("code", subject));
+    if (graph) what.append(" ", el("code", graph));
+    r.append(el("td", kind), what, el("td", num(models), "num"));
+    if (weighted) r.append(el("td", compact(dls), "num"));
+    const rp = el("td");
+    if (reproPath && REPRO.test(reproPath)) { const a = el("a", reproPath.split("/").pop()); a.href = reproPath; rp.append(a); }
+    r.append(el("td", message), rp, el("td", ex.join(", ")));
+    lt.append(r);
+  });
+  if (!(D.lowering_tool || []).length) lt.append(el("tr", "No lowering tool findings."));
+
   // ---- wiring ----
   function setOp(op) { state.op = op; $("op-chip").hidden = !op; $("op-chip-name").textContent = op; applyFilters(); }
   function fromHash() {
