@@ -27,7 +27,7 @@ _SAFE_NAME = re.compile(r"^[\w.-]+\.py$")
 _GRAPH_FILE = re.compile(r"^(graph-[0-9a-f]+)\.py$")
 _EXC_PREFIX = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 # The verdict's fixed words between where the failure was met and what the tool said.
-_VERDICT = re.compile(r": [^:]*\(a lowering-tool finding, not a chip gap\): ")
+_VERDICT = re.compile(r": .*?\(a lowering-tool finding, not a chip gap\): ")
 _SSA = re.compile(r"%[\w.#]+")
 
 
@@ -67,6 +67,12 @@ def annotate(blockers: pd.DataFrame) -> pd.DataFrame:
     out["graph"] = [graph_key(r) if w else "" for r, w in zip(out["repro"].tolist(), whole)]
     out["signature"] = [signature(m) if w else "" for m, w in zip(out["message"].tolist(), whole)]
     return out
+
+
+def sample(kind: str, message: str) -> str:
+    """The text a findings row shows: a lowering-tool failure's signature (what the tool
+    said, not the verdict's fixed words, which would fill the cell), any other message whole."""
+    return signature(message) if kind in GRAPH_KINDS else message
 
 
 def is_whole_graph(graph: str, signature: str) -> bool:

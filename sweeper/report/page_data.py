@@ -114,13 +114,13 @@ def roadmap_rows(a: Analysis) -> list[list[Any]]:
 def finding_rows(frame: pd.DataFrame) -> list[list[Any]]:
     """[kind, subject, whole graph?, graph, models, downloads, sample message, reproducer,
     examples] per lowering-tool finding; an op-less graph failure's subject is
-    ``findings.WHOLE_GRAPH`` and its sample the failure signature."""
+    ``findings.WHOLE_GRAPH``, and every sample is the failure's signature."""
     rows = []
     for r in frame.itertuples(index=False):
         whole = findings.is_whole_graph(r.graph, r.signature)
         subject = findings.WHOLE_GRAPH if whole else r.op
-        sample = r.signature if whole else r.message
-        rows.append([r.kind, subject, whole, r.graph, _plain(r.models), _plain(r.downloads), one_line(sample, 500),
+        rows.append([r.kind, subject, whole, r.graph, _plain(r.models), _plain(r.downloads),
+                     one_line(findings.sample(r.kind, r.message), 500),
                      r.repro, list(r.examples)])
     return rows
 

@@ -26,7 +26,7 @@ from sweeper.report.escape import (
     pct,
     table,
 )
-from sweeper.report.findings import WHOLE_GRAPH, is_whole_graph
+from sweeper.report.findings import WHOLE_GRAPH, is_whole_graph, sample
 
 SHOWN = 20  # rows shown before the rest collapses
 MODEL_ROWS = 100  # failing models listed in report.md; index.html lists every model
@@ -156,10 +156,8 @@ def findings(frame: pd.DataFrame, *, weighted: bool, link: bool, what: str) -> s
     headers = ["kind", "op", "models", "downloads", "examples", "sample message", "reproducer"]
 
     def cells(r: Any) -> list[Any]:
-        whole = is_whole_graph(r.graph, r.signature)
-        sample = md(r.signature, MESSAGE_CHARS) if whole else md(r.message, MESSAGE_CHARS)
         return [md(r.kind), subject_cell(r.op, r.graph, r.signature), num(r.models), compact(r.downloads),
-                examples(r.examples, link), sample, repro_link(r.repro)]  # fmt: skip
+                examples(r.examples, link), md(sample(r.kind, r.message), MESSAGE_CHARS), repro_link(r.repro)]  # fmt: skip
 
     keep = _dl(weighted, headers)
     if not frame["repro"].astype(bool).any():

@@ -95,6 +95,7 @@ def test_report_md_names_the_whole_graph_with_its_hash_and_reproducer(report) ->
     assert first[-1] == f"[graph-9e085b05f1f7.py](repros/{GRAPH_A}.py) |"
     assert rows[2].split(" | ")[1] == WHOLE_GRAPH  # no hash without a reproducer, but never an empty op
     assert "`aten::index_put`" in rows[3] and "(repros/index_put.py)" in rows[3]
+    assert "| forward graph: boom |" in rows[3]  # what the tool said, not the verdict's fixed words
     assert not re.search(r"^\| lowering_tool_error \|  \|", section, re.M)
 
 
