@@ -9,6 +9,10 @@ breakdown of tiny Llama's compile. ``rest`` is what the backend does not see: Dy
 bytecode tracing and guards, and running the compiled graphs.
 
     python benchmarks/compile_profile.py [--models N] [--types llama,bert]
+    python benchmarks/compile_profile.py --records OUT/records.jsonl [...]
+
+With ``--records``, it runs nothing and summarises the compile stage of sweeps already
+made (one line per records file): ``compile median=<s> p90=<s> max=<s> models=<n>``.
 
 Last line: ``compile_profile median_s=<x> llama_s=<y>`` (wall seconds of the compile stage;
 ``median_cpu_s`` and ``llama_cpu_s`` follow).
@@ -75,12 +79,38 @@ def print_phases(name: str, wall: float, cpu: float, table: dict[str, Any]) -> N
     print(f"  {'rest':16s} {rest:7.2f} {'':>7s}       (Dynamo tracing, guards, graph runs)")
 
 
+def records_summary(path: str) -> str:
+    """Median, p90 and max wall seconds of the compile stage over a sweep's records."""
+    import json
+
+    seconds = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            stage = json.loads(line).get("stages", {}).get("compile") if line.strip() else None
+            if stage and stage.get("status") != "blocked" and stage.get("seconds") is not None:
+                seconds.append(float(stage["seconds"]))
+    if not seconds:
+        return f"{path}: no model reached the compile stage"
+    seconds.sort()
+    p90 = seconds[min(len(seconds) - 1, round(0.9 * (len(seconds) - 1)))]
+    return (f"{path}: compile median={statistics.median(seconds):.2f} p90={p90:.2f} max={seconds[-1]:.2f} "
+            f"models={len(seconds)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10, help="top N zoo model types (default 10)")
     parser.add_argument("--types", default="", help="comma-separated model types instead of the top N")
     parser.add_argument("--phases", action="store_true", help="print every model's breakdown, not only llama's")
+    parser.add_argument("--records", nargs="+", default=[], help="summarise these records.jsonl files instead")
     args = parser.parse_args()
+    if args.records:
+        for path in args.records:
+            try:
+                print(records_summary(path))
+            except (OSError, ValueError) as exc:
+                sys.exit(f"compile_profile: cannot read {path}: {exc}")
+        return
     warnings.simplefilter("ignore")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     import torch
