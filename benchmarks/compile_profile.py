@@ -1,9 +1,9 @@
 """Where trnsim's compile stage spends its time, and how long it takes per zoo model.
 
 Runs the sweep's own check (``check_model``: build with tiny weights, forward, backward,
-compile) for the top N zoo model types on trnsim in this one process, as a sweep worker
-would, after a warm-up compile of a small MLP (first imports: Dynamo, Torch-MLIR). Prints
-each model's compile stage (wall and CPU seconds; CPU includes the lowering children and
+compile) for the top N zoo model types on trnsim in this one process, after the device's
+warm-up (a small MLP compiled once: first imports of Dynamo, Torch-MLIR), as a sweep
+worker does before its first model. Prints each model's compile stage (wall and CPU seconds; CPU includes the lowering children and
 the autograd thread, so on shared cores it is the steadier figure), then the per-phase
 breakdown of tiny Llama's compile. ``rest`` is what the backend does not see: Dynamo's
 bytecode tracing and guards, and running the compiled graphs.
@@ -37,15 +37,6 @@ def cpu_seconds() -> float:
     """CPU time of this process (all threads) and of its reaped children."""
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + child.ru_utime + child.ru_stime
-
-
-def warm_up() -> None:
-    """Compile a small MLP forward + backward on trnsim: the first-use costs every worker
-    pays once (imports, Dynamo set-up), kept out of the models' figures."""
-    import torch
-
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)).to("trnsim")
-    torch.compile(model, backend="trnsim")(torch.randn(4, 8, device="trnsim")).sum().backward()
 
 
 def timed_compile_stage() -> dict[str, Any]:
@@ -124,8 +115,7 @@ def main() -> None:
     if "llama" not in types:
         types.append("llama")
     cfg = SweepConfig(device="trnsim")
-    device_for(cfg)
-    warm_up()
+    device_for(cfg).warm_up()
     last = timed_compile_stage()
     walls, cpus, llama = [], [], None
     for rank, model_type in enumerate(types, start=1):

@@ -178,6 +178,7 @@ def main(fd: int) -> None:
     progress.attach(progress_path)
     check: CheckFn = pickle.loads(check_blob)
     _setup_device(cfg)
+    _warm_up()
     defaults = TorchDefaults(num_threads)
     defaults.capture()
     before = snapshot()
@@ -216,6 +217,20 @@ def _setup_device(cfg: Any) -> None:
         _DEVICE.setup()
     except Exception:  # noqa: BLE001 - check_model reports a device that cannot start, per model
         traceback.print_exc()
+
+
+def _warm_up() -> None:
+    """Let the device pay its first-use costs now (shown as "starting worker"), then freeze
+    what they left, so the first model's collections do not walk it either."""
+    if _DEVICE is None:
+        return
+    try:
+        _DEVICE.warm_up()
+    except Exception:  # noqa: BLE001 - a device that cannot warm up still runs models
+        traceback.print_exc()
+    if "torch" in sys.modules:
+        gc.collect()
+        gc.freeze()
 
 
 def _between_models(defaults: TorchDefaults, cfg: Any) -> None:

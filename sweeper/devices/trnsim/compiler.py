@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from sweeper.devices.trnsim import lowering, phases, state
+from sweeper.devices.trnsim import aotlog, lowering, phases, state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, LoweringToolError, TrnsimError
 from sweeper.devices.trnsim.graphcheck import (
@@ -79,7 +79,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
     table = compiler_decompositions(profile)
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
                            inference_compiler=stage("inference"), decompositions=table)
-    with phases.phase("aot"):
+    with phases.phase("aot"), aotlog.quiet():
         return backend(gm, example_inputs)
 
 
