@@ -27,10 +27,12 @@ def logs_wanted() -> bool:
     if any(os.environ.get(name, "") not in ("", "0") for name in _LOG_ENV):
         return True
     try:
-        from torch._logging._internal import log_state, trace_log
+        from torch._logging._internal import LazyTraceHandler, log_state, trace_log
     except ImportError:
         return True  # cannot tell: keep torch's default
-    return bool(trace_log.handlers) or any(log_state.is_artifact_enabled(a) for a in _ARTIFACTS)
+    # The structured trace (tlparse) writes only when its lazy handler has a folder.
+    tracing = any(isinstance(h, LazyTraceHandler) and h.root_dir for h in trace_log.handlers)
+    return tracing or any(log_state.is_artifact_enabled(a) for a in _ARTIFACTS)
 
 
 def _quiet_config(base: type) -> type | None:
