@@ -117,11 +117,12 @@ def sweep(
         cfg = cfg.replace(source="catalog")
     if no_reuse:
         cfg = cfg.replace(reuse=False)
+    from sweeper.folder import SweepFolder
     from sweeper.runner import run_sweep
 
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
     where = f"; report: {result.report}" if result.report else ""
-    print(f"records: {result.out_dir / 'records.jsonl'} ({result.total} models){where}")
+    print(f"records: {SweepFolder(result.out_dir).records} ({result.total} models){where}")
 
 
 @app.command()

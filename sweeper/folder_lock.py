@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sweeper.errors import UsageError
-
-LOCK_FILE = ".sweep.lock"
+from sweeper.folder import SweepFolder
 
 
 def _holder(path: Path) -> str:
@@ -30,15 +29,16 @@ def _holder(path: Path) -> str:
 @contextlib.contextmanager
 def own_folder(folder: Path) -> Iterator[Path]:
     """Hold the folder's lock for the block; ``UsageError`` naming the holder if taken."""
-    folder = Path(folder)
+    lock = SweepFolder(folder).lock
+    folder = lock.parent
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UsageError(
-                f"{folder} is in use by another sweep ({_holder(folder / LOCK_FILE)}); "
+                f"{folder} is in use by another sweep ({_holder(lock)}); "
                 "wait for it to finish or choose another --out"
             ) from None
         os.ftruncate(fd, 0)

@@ -126,6 +126,11 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
 }
 
 
+_KINDS = {k.value: k for k in ReasonKind}
+_ORIGINS = {o.value: o for o in Origin}
+_STATUSES = {s.value: s for s in Status}
+
+
 def kind_info(kind: ReasonKind | str) -> KindInfo:
     """The table entry of a kind (a kind read from an older record that this version no
     longer knows counts as the harness's: we cannot say whose it is)."""
@@ -209,15 +214,18 @@ class Reason:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Reason | None:
+        """A reason as any version wrote it: a kind this version does not know reads as
+        ``unknown`` (see ``kind_info``), an origin it does not know as the kind's."""
         if not data:
             return None
+        kind, origin = getattr(data.get("kind"), "value", data.get("kind")), data.get("origin")
         return cls(
-            kind=ReasonKind(data["kind"]),
+            kind=_KINDS.get(kind, ReasonKind.UNKNOWN),
             message=data.get("message") or "",
             op=data.get("op"),
             exc_type=data.get("exc_type"),
             stage=data.get("stage"),
-            origin=data.get("origin"),
+            origin=_ORIGINS.get(getattr(origin, "value", origin)),
         )
 
 
@@ -238,10 +246,11 @@ class StageResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageResult:
+        reason = data.get("reason")
         return cls(
-            status=Status(data["status"]),
+            status=_STATUSES.get(data["status"]) or Status(data["status"]),
             seconds=float(data.get("seconds") or 0.0),
-            reason=Reason.from_dict(data.get("reason")),
+            reason=Reason.from_dict(reason) if reason else None,
         )
 
 
@@ -306,17 +315,32 @@ class ModelRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelRecord:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
-        kwargs["status"] = Status(data["status"])
-        kwargs["stages"] = {k: StageResult.from_dict(v) for k, v in (data.get("stages") or {}).items()}
-        kwargs["reason"] = Reason.from_dict(data.get("reason"))
-        kwargs["blockers"] = [Reason.from_dict(b) for b in data.get("blockers") or [] if b]
+        """A record as any schema version wrote it: fields it lacks take their defaults
+        (``key`` the model id), parts of the wrong shape (a stage without a known status,
+        a blocker that is not a table) are dropped. ``ValueError`` without a known status,
+        ``KeyError`` without a model id."""
+        # Records this version wrote hold only its fields: copied whole, which is faster.
+        kwargs = dict(data) if data.keys() <= _RECORD_FIELDS else {k: v for k, v in data.items() if k in _RECORD_FIELDS}
+        kwargs["status"] = Status(data["status"])  # ValueError for a status this version does not know
+        kwargs.setdefault("sweep_id", "")
+        kwargs.setdefault("device", "")
+        kwargs["key"] = data.get("key") or data["model_id"]
+        kwargs["stages"] = {
+            k: StageResult.from_dict(v)
+            for k, v in (data.get("stages") or {}).items()
+            if isinstance(v, dict) and v.get("status") in _STATUSES
+        }
+        reason = data.get("reason")
+        kwargs["reason"] = Reason.from_dict(reason) if isinstance(reason, dict) else None
+        kwargs["blockers"] = [Reason.from_dict(b) for b in data.get("blockers") or [] if b and isinstance(b, dict)]
         return cls(**kwargs)
 
     @classmethod
     def from_json(cls, line: str) -> ModelRecord:
         return cls.from_dict(json.loads(line))
+
+
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelRecord))
 
 
 def base_record(ref: ModelRef, *, sweep_id: str, device: str, status: Status, **extra: Any) -> ModelRecord:

@@ -80,7 +80,13 @@ def redact(text: str, secrets: set[str] | None = None) -> str:
     """``text`` with every secret the module knows of replaced by ``***``."""
     if len(text) < MIN_SECRET:  # too short to hold any secret or pattern
         return text
-    found = _alternation(frozenset(env_secrets() if secrets is None else secrets))
+    return _redact(text, _alternation(frozenset(env_secrets() if secrets is None else secrets)))
+
+
+def _redact(text: str, found: re.Pattern[str] | None) -> str:
+    """``redact`` with the secrets' pattern already compiled."""
+    if len(text) < MIN_SECRET:
+        return text
     if found is not None:
         text = found.sub(MASK, text)
     lower = text.lower()
@@ -92,13 +98,17 @@ def redact(text: str, secrets: set[str] | None = None) -> str:
 
 def redact_obj(value: Any, secrets: set[str] | None = None) -> Any:
     """A copy of a JSON-like value (dicts, lists, strings) with every string redacted."""
-    found = env_secrets() if secrets is None else secrets
+    # The secrets' pattern is made once for the whole value, not once per string in it.
+    return _redact_obj(value, _alternation(frozenset(env_secrets() if secrets is None else secrets)))
+
+
+def _redact_obj(value: Any, found: re.Pattern[str] | None) -> Any:
     if isinstance(value, str):
-        return redact(value, found)
+        return _redact(value, found)
     if isinstance(value, dict):
-        return {k: redact_obj(v, found) for k, v in value.items()}
+        return {k: _redact_obj(v, found) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_obj(v, found) for v in value]
+        return [_redact_obj(v, found) for v in value]
     return value
 
 

@@ -6,13 +6,10 @@ the output folder is created, so bad input writes nothing. The driver alone writ
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,17 +20,17 @@ from sweeper.config import SweepConfig
 from sweeper.devices.base import get_device
 from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
+from sweeper.folder import SweepFolder
 from sweeper.folder_lock import own_folder
 from sweeper.hub_http import install
 from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
-from sweeper.redact import redact_obj
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore, read_records
+from sweeper.sweep_meta import SweepMeta
 from sweeper.versions import versions
 
-SWEEP_FILE = "sweep.json"
 SAY_AFTER_S = 0.3  # planning longer than this says so (a person sees something within a second)
 
 
@@ -47,10 +44,6 @@ class SweepResult:
     skipped_done: int
     report: Path | None
     source: dict[str, Any]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 PlanResult = tuple[list[ModelRef] | RefStream, dict[str, Any], dict[str, Any]]
@@ -174,18 +167,19 @@ def _run(
     else:
         skipped = len(done)
         batch, ready = reuse.stream(stream.todo(done)), []
-    meta = _start_meta(out, cfg, source_info, device_info, total=total)
+    folder = SweepFolder(out)
+    meta = _start_meta(folder, cfg, source_info, device_info, total=total)
     progress = Progress(total - skipped, already_done=skipped, quiet=quiet)
     started = time.monotonic()
 
     def write(records: list[ModelRecord]) -> None:
         for record in records:
-            record.sweep_id = meta["sweep_id"]
+            record.sweep_id = meta.sweep_id
         store.append_all(records)
         for record in records:
             progress.update(record)
 
-    executor = None
+    executor, interrupted = None, False
     try:
         write(ready)
         while batch:
@@ -196,21 +190,21 @@ def _run(
             executor.run(iter(batch), cfg, check=check or _check_model(), on_record=lambda r: write(reuse.settle(r)))
             batch = reuse.next_round()
     except KeyboardInterrupt:
-        meta["interrupted"] = True
+        interrupted = True
         raise
     finally:
         if executor is not None:
             executor.close()
         store.close()
         progress.close()
+        learnt: dict[str, Any] = {}
         if stream is not None:
             total, skipped = stream.count, stream.skipped
-            source_info = meta["source"] = dict(stream.describe()) if stream.describe else source_info
-            meta["total"] = total
-        meta.update(ended=_now(), wall_seconds=round(meta.get("wall_seconds", 0.0) + time.monotonic() - started, 2))
+            source_info = learnt["source"] = dict(stream.describe()) if stream.describe else source_info
+            learnt["total"] = total
         if reuse.cache is not None:
-            meta["cache"] = describe_cache(reuse.cache)
-        _write_meta(out, meta)
+            learnt["cache"] = describe_cache(reuse.cache)
+        folder.write_meta(meta.finish(time.monotonic() - started, interrupted=interrupted, **learnt))
     if stream is not None and stream.error is not None:
         raise stream.error  # the listing broke off: the records so far are kept, a rerun resumes
     report = _report(out) if write_report else None
@@ -242,34 +236,15 @@ def _check_model() -> CheckFn:
     return check_model
 
 
-def _start_meta(out: Path, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> dict[str, Any]:
+def _start_meta(folder: SweepFolder, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> SweepMeta:
     """sweep.json: a resumed sweep keeps its id and start; wall time accumulates."""
-    path = out / SWEEP_FILE
-    previous: dict[str, Any] = {}
-    if path.exists():
-        try:
-            previous = json.loads(path.read_text())
-        except ValueError:
-            previous = {}
-    meta = {
-        "sweep_id": previous.get("sweep_id") or f"{dt.date.today():%Y%m%d}-{uuid.uuid4().hex[:8]}",
-        "started": previous.get("started") or _now(),
-        "resumed": bool(previous),
-        "wall_seconds": float(previous.get("wall_seconds") or 0.0),
-        "config": cfg.to_dict(),
-        "source": source,
-        "device": device,
-        "versions": versions(),
-        "total": total,
-    }
-    _write_meta(out, meta)
+    try:
+        previous = folder.read_meta()
+    except UsageError:  # not JSON (a hand edit, a full disk): the sweep starts afresh
+        previous = SweepMeta.missing()
+    meta = SweepMeta.begin(previous, config=cfg.to_dict(), source=source, device=device, versions=versions(), total=total)
+    folder.write_meta(meta)
     return meta
-
-
-def _write_meta(out: Path, meta: dict[str, Any]) -> None:
-    tmp = out / (SWEEP_FILE + ".tmp")
-    tmp.write_text(json.dumps(redact_obj(meta), indent=2, default=str) + "\n")
-    os.replace(tmp, out / SWEEP_FILE)
 
 
 def _report(out: Path) -> Path | None:

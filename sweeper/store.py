@@ -13,10 +13,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from sweeper.folder import SweepFolder
 from sweeper.records import ModelRecord, Status
 
-RECORDS_FILE = "records.jsonl"
-REJECTED_FILE = "records.rejected.jsonl"
 _STATUSES = frozenset(s.value for s in Status)
 
 
@@ -24,11 +23,12 @@ class RecordStore:
     """``OUT/records.jsonl``: repair on open, append with fsync, read back leniently."""
 
     def __init__(self, out_dir: Path) -> None:
-        self.out_dir = Path(out_dir)
-        self.path = self.out_dir / RECORDS_FILE
+        folder = SweepFolder(out_dir)
+        self.out_dir = folder.root
+        self.path = folder.records
         self._fh = None
         self.repaired_bytes = 0
-        self.rejected_path = self.out_dir / REJECTED_FILE
+        self.rejected_path = folder.rejected
         self.rejected_lines = 0
 
     def open(self) -> RecordStore:
@@ -173,6 +173,6 @@ def iter_raw(path: Path) -> Iterator[dict]:
 def read_records(out_dir: Path) -> list[ModelRecord]:
     """All records of a sweep folder, the last one winning for a repeated key."""
     latest: dict[str, dict] = {}
-    for raw in iter_raw(Path(out_dir) / RECORDS_FILE):
+    for raw in iter_raw(SweepFolder(out_dir).records):
         latest[raw.get("key") or raw["model_id"]] = raw
     return [ModelRecord.from_dict(raw) for raw in latest.values()]

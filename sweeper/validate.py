@@ -17,7 +17,8 @@ from typing import Any
 
 from sweeper.errors import UsageError
 
-# (setting, smallest, largest, what it is); None = no bound on that side.
+# (setting, smallest, largest, what it is); None = no bound on that side. A setting whose
+# value is None (max_params, workers, ...) means "decide at run time" and is not checked.
 MAX_MODELS = 100_000_000  # well above the whole Hub
 MIN_CPUS = 0.01
 COUNTS: tuple[tuple[str, int, int | None, str], ...] = (
@@ -30,12 +31,16 @@ COUNTS: tuple[tuple[str, int, int | None, str], ...] = (
     ("batch_size", 1, 4096, "a batch size"),
     ("seq_len", 1, 1 << 20, "a sequence length"),
     ("max_parameters", 1, None, "a number of parameters"),
+    ("max_params", 1, None, "a number of pretrained parameters"),
+    ("hub_tries", 1, 100, "tries per Hub request"),
     ("seed", 0, (1 << 32) - 1, "a seed"),
 )
-# (setting, exclusive lower bound, largest, what it is); finite always.
+# (setting, exclusive lower bound, largest, what it is); finite always, None = decided at run time.
 REALS: tuple[tuple[str, float, float, str], ...] = (
     ("timeout", 0.0, 30 * 24 * 3600.0, "seconds"),
     ("hub_timeout", 0.0, 3600.0, "seconds"),
+    ("hub_rpm", 0.0, 1_000_000.0, "Hub requests per minute"),
+    ("max_download_gb", 0.0, 1_000_000.0, "gigabytes"),
     ("num_cpus", 0.0, 1024.0, "CPUs per model"),
 )
 # Settings that may be 0 but not negative.
@@ -62,7 +67,9 @@ def check_numbers(cfg: Any) -> None:
             most = f", at most {high:,}" if high is not None else ""
             raise UsageError(f"{flag(name)} must be {kind} ({what}{most}), got {_short(value)}")
     for name, low, high, what in REALS:
-        _real(name, getattr(cfg, name), what, above=low, high=high)
+        value = getattr(cfg, name)
+        if value is not None:
+            _real(name, value, what, above=low, high=high)
     if cfg.num_cpus < MIN_CPUS:  # a sliver of a CPU would mean thousands of worker slots
         raise UsageError(f"--num-cpus must be at least {MIN_CPUS:g} (CPUs per model), got {cfg.num_cpus:g}")
     for name, high, what in NON_NEGATIVE:

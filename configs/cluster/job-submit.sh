@@ -5,12 +5,23 @@
 #
 # The working directory is shipped to the cluster; the nodes need sweeper's dependencies
 # (the image in rayjob.yaml has them). The sweep runs on the head, so --out is a path there.
+# Waits for the job and exits 1 when it fails.
+#
+# Settings (environment): RAY_ADDRESS (the cluster's jobs API), SWEEP_OUT (results folder
+# on the head), SWEEP_DEVICE, SWEEP_TOP, SWEEP_TIMEOUT, SWEEP_EXTRA (more sweep flags, e.g.
+# "--source zoo"), SWEEP_JOB_ID (the submission id), SWEEP_WORKING_DIR (what is shipped).
 set -euo pipefail
 
+device="${SWEEP_DEVICE:-trnsim}"
+# Nothing to pip-install: the nodes' own environment runs the sweep.
+runtime_env='{"env_vars": {"RAY_USAGE_STATS_ENABLED": "0", "HF_HUB_OFFLINE": "0"}}'
+
+# shellcheck disable=SC2086  # SWEEP_EXTRA holds several flags on purpose
 ray job submit \
     --address "${RAY_ADDRESS:-http://127.0.0.1:8265}" \
-    --submission-id "sweep-trnsim-$(date -u +%Y%m%d-%H%M%S)" \
-    --working-dir . \
-    --runtime-env-json '{"env_vars": {"RAY_USAGE_STATS_ENABLED": "0", "HF_HUB_OFFLINE": "0"}}' \
-    -- sweep --top 1000 --device trnsim --executor ray --address auto \
-        --timeout 600 --retries 2 --num-cpus 1 --out /results/trnsim/adhoc
+    --submission-id "${SWEEP_JOB_ID:-sweep-${device}-$(date -u +%Y%m%d-%H%M%S)}" \
+    --working-dir "${SWEEP_WORKING_DIR:-.}" \
+    --runtime-env-json "${runtime_env}" \
+    -- sweep --top "${SWEEP_TOP:-1000}" --device "${device}" --executor ray --address auto \
+        --timeout "${SWEEP_TIMEOUT:-600}" --retries 2 --num-cpus 1 \
+        --out "${SWEEP_OUT:-/results/${device}/adhoc}" ${SWEEP_EXTRA:-}

@@ -97,14 +97,14 @@ def summary(a: Analysis) -> dict[str, Any]:
     """The machine-readable summary written to summary.json."""
     meta = a.data.meta
     return {
-        "sweep_id": meta.get("sweep_id"),
-        "device": meta.get("device"),
-        "source": meta.get("source"),
-        "config": meta.get("config"),
-        "versions": meta.get("versions"),
-        "started": meta.get("started"),
-        "ended": meta.get("ended"),
-        "wall_seconds": meta.get("wall_seconds"),
+        "sweep_id": meta.sweep_id,
+        "device": meta.device,
+        "source": meta.source,
+        "config": meta.config,
+        "versions": meta.versions,
+        "started": meta.started,
+        "ended": meta.ended,
+        "wall_seconds": meta.wall_seconds,
         "skipped_lines": a.data.skipped_lines,
         "checks": checks_line(a.overview),
         "overview": {k: _plain(v) for k, v in a.overview.items()},

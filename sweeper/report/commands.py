@@ -5,16 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sweeper import folder as names
+from sweeper.folder import SweepFolder
 from sweeper.report.analysis import analyse, summary
 from sweeper.report.load import gc_paused, read_sweep
-
-REPORT_FILE = "report.md"
-MODELS_FILE = "models.md"  # written by earlier versions: removed, index.html lists every model
-PAGE_FILE = "index.html"
-SUMMARY_FILE = "summary.json"
-PARQUET_FILE = "records.parquet"
-CHARTS_DIR = "charts"
-DIFF_FILE = "diff.md"
 
 
 def write_report(out_dir: Path, *, charts: bool = True) -> Path:
@@ -40,15 +34,15 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
         if charts:
             from sweeper.report.charts import write_charts
 
-            written = write_charts(a, staged.folder_path(CHARTS_DIR))
-        staged.remove(MODELS_FILE)
-        staged.text(REPORT_FILE, markdown.render(a, charts=written))
+            written = write_charts(a, staged.folder_path(names.CHARTS))
+        staged.remove(names.MODELS)
+        staged.text(names.REPORT, markdown.render(a, charts=written))
         with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
-            staged.copy(write_page(a, Path(page_dir), charts=written), PAGE_FILE)
+            staged.copy(write_page(a, Path(page_dir), charts=written), names.PAGE)
         text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
-        staged.text(SUMMARY_FILE, text + "\n")
-        write_parquet(data, staged.path(PARQUET_FILE))
-    return out_dir / REPORT_FILE
+        staged.text(names.SUMMARY, text + "\n")
+        write_parquet(data, staged.path(names.PARQUET))
+    return SweepFolder(out_dir).report
 
 
 def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str, int]:
@@ -59,7 +53,7 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     old_data, new_data = read_sweep(Path(old)), read_sweep(Path(new))
     result = compare(old_data, new_data)
     text = render_diff(result, old_name=str(old), new_name=str(new))
-    (Path(new) / DIFF_FILE).write_text(text, encoding="utf-8")
+    SweepFolder(new).diff.write_text(text, encoding="utf-8")
     return text, 1 if fail_on_regression and result.regressed_any else 0
 
 

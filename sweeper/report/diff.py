@@ -75,15 +75,15 @@ def compare(old: SweepData, new: SweepData) -> DiffResult:
         stages=pd.DataFrame(stage_rows, columns=["stage", "fixed", "regressed"]),
         headline=_headline(old, new),
         warnings=_warnings(old, new),
-        link=((new.meta.get("source") or {}).get("name") or "") != "zoo",
+        link=new.meta.source_name != "zoo",
         labels=(_label(old), _label(new)),
     )
 
 
 def _label(data: SweepData) -> str:
     """``sweep ID, DATE`` from sweep.json, as far as it tells."""
-    parts = [f"sweep {code(data.meta['sweep_id'])}" if data.meta.get("sweep_id") else ""]
-    parts.append(md(str(data.meta.get("started") or "")[:10]))
+    parts = [f"sweep {code(data.meta.sweep_id)}" if data.meta.sweep_id else ""]
+    parts.append(md((data.meta.started or "")[:10]))
     return ", ".join(p for p in parts if p)
 
 
@@ -99,11 +99,12 @@ def _headline(old: SweepData, new: SweepData) -> dict[str, tuple]:
 def _warnings(old: SweepData, new: SweepData) -> list[str]:
     """Differences in set-up that make the comparison less than like for like."""
     out = []
-    for what, path in (("device", ("device", "spec")), ("weights", ("config", "weights")), ("dtype", ("config", "dtype"))):
-        a, b = ((m.meta.get(path[0]) or {}).get(path[1]) for m in (old, new))
+    for what, read in (("device", lambda m: m.device_spec), ("weights", lambda m: m.setting("weights")),
+                       ("dtype", lambda m: m.setting("dtype"))):  # fmt: skip
+        a, b = read(old.meta), read(new.meta)
         if a and b and a != b:
             out.append(f"The sweeps differ in {what}: {md(a)} → {md(b)}.")
-    profiles = [((m.meta.get("device") or {}).get("profile") or {}).get("hash") for m in (old, new)]
+    profiles = [(m.meta.profile or {}).get("hash") for m in (old, new)]
     if all(profiles) and profiles[0] != profiles[1]:
         out.append(f"The device profile changed: {md(profiles[0])} → {md(profiles[1])}.")
     return out

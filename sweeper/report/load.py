@@ -1,5 +1,7 @@
-"""Read a sweep folder (``records.jsonl`` + ``sweep.json``) into pandas frames.
+"""Read a sweep folder (its records and ``SweepMeta``) into pandas frames.
 
+Each line is read through the record contract (``ModelRecord.from_dict``, which reads
+every schema version), then boiled down to an ``Entry``: what the report uses of it.
 Records are read leniently: a torn or unparseable line is skipped and counted (the report
 says how many), and a key seen twice keeps its last record, as a resumed sweep appends.
 Nested parts of a record (blockers, CPU fallbacks, graph breaks, compile problems) become
@@ -14,16 +16,16 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from sweeper.errors import UsageError
-from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, Origin, Status, kind_info
+from sweeper.folder import SweepFolder
+from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, ModelRecord, Reason, ReasonKind, Status
 from sweeper.redact import env_secrets, redact_obj
-from sweeper.report.meta import read_meta
+from sweeper.sweep_meta import SweepMeta
 
-RECORDS_FILE = "records.jsonl"
 _STATUSES = {s.value for s in Status}
 # The one vocabulary of model outcomes, in report order, with the words report.md,
 # summary.json and the charts use. A non-passing model is counted under the origin of its
@@ -58,7 +60,7 @@ class SweepData:
     breaks: pd.DataFrame  # row, key, reason
     problems: pd.DataFrame  # row, key, problem
     # (``row`` is the model's position in ``models``.)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: SweepMeta = field(default_factory=SweepMeta.missing)
     skipped_lines: int = 0
     # Per model, in ``models`` order: blockers ((kind, op, message) tuples), fallback_ops
     # ((op, calls) tuples), graph_break_reasons and compile_problems: what records.parquet stores.
@@ -99,30 +101,15 @@ def build_keys(models: pd.DataFrame) -> pd.Series:
     return shared.where(default, "model:" + models["key"].astype(str))
 
 
-def origin_of(blocker: dict) -> str:
-    """A blocker's origin: as recorded, else its kind's (records written before origins)."""
-    origin = blocker.get("origin")
-    if origin in _ORIGINS:
-        return origin
-    return kind_info(blocker.get("kind") or "unknown").origin.value
-
-
-_ORIGINS = {o.value for o in Origin}
-
-
 def read_sweep(out_dir: Path) -> SweepData:
     """Load ``OUT``; raise ``UsageError`` when it is not a sweep folder."""
-    out_dir = Path(out_dir)
-    if not out_dir.is_dir():
-        raise UsageError(f"not a sweep folder: {out_dir} does not exist or is not a directory")
-    path = out_dir / RECORDS_FILE
-    if not path.is_file():
-        raise UsageError(f"no {RECORDS_FILE} in {out_dir}: is it a sweep output folder?")
+    folder = SweepFolder(out_dir)
+    path = folder.require_records()
     with gc_paused():
         entries, skipped, first_problem = _read_lines(path)
         if skipped and not entries:
             raise UsageError(f"{path} holds no readable records ({first_problem})")
-        return build(list(entries.values()), meta=read_meta(out_dir), skipped_lines=skipped)
+        return build(list(entries.values()), meta=folder.read_meta(), skipped_lines=skipped)
 
 
 @contextlib.contextmanager
@@ -138,10 +125,17 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-# One record boiled down to what reports use: (row, stage statuses, stage a worker died
-# in, blockers, fallbacks, graph-break reasons, compile problems). Keeping this instead of
-# the parsed JSON keeps memory small for 100,000-record sweeps.
-Entry = tuple[tuple, dict[str, str], Any, list[tuple], list[tuple], list[str], list[str]]
+class Entry(NamedTuple):
+    """One record boiled down to what reports use. Keeping this instead of the record
+    keeps memory small for 100,000-record sweeps."""
+
+    row: tuple  # the ``MODEL_COLUMNS`` values
+    stages: dict[str, str]  # stage -> status, as recorded
+    died_in: Any  # the stage a worker died in (``notes.stage``), None when none did
+    blockers: list[tuple]  # (kind, op, message, origin, stage) of a non-passing model
+    fallbacks: list[tuple]  # (op, calls)
+    breaks: list[str]  # graph-break reasons
+    problems: list[str]  # compile problems
 
 
 def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
@@ -165,41 +159,37 @@ def _read_lines(path: Path) -> tuple[dict[str, Entry], int, str]:
                 first_problem = first_problem or problem
                 continue
             try:
-                entry = entry_of(redact_obj(raw, secrets))
+                entry = entry_of(ModelRecord.from_dict(redact_obj(raw, secrets)))
             except (TypeError, ValueError, AttributeError):  # a field of the wrong shape
                 skipped += 1
                 first_problem = first_problem or f"line {number} is not a sweep record"
                 continue
-            entries.pop(entry[0][0], None)  # re-insert so the order follows the last write
-            entries[entry[0][0]] = entry
+            key = entry.row[0]
+            entries.pop(key, None)  # re-insert so the order follows the last write
+            entries[key] = entry
     return entries, skipped, first_problem
 
 
-def entry_of(raw: dict) -> Entry:
-    """The parts of one record dict (``ModelRecord.to_dict`` shape) that reports use."""
+def entry_of(record: ModelRecord) -> Entry:
+    """The parts of one record that reports use."""
     blockers = []
-    if raw["status"] != "pass":
-        blockers = [
-            (b.get("kind") or "unknown", b.get("op") or None, b.get("message") or "", origin_of(b), b.get("stage"))
-            for b in _blockers(raw)
-        ]
-    row = _model_row(raw, blockers)
-    stages = {name: e.get("status") for name, e in (raw.get("stages") or {}).items() if isinstance(e, dict)}
-    fallbacks = [(str(op), int(calls or 0)) for op, calls in (raw.get("fallback_ops") or {}).items()]
-    return (
-        row,
-        stages,
-        (raw.get("notes") or {}).get("stage"),
-        blockers,
-        fallbacks,
-        [str(r) for r in raw.get("graph_break_reasons") or []],
-        [str(p) for p in raw.get("compile_problems") or []],
+    if record.status is not Status.PASS:
+        blockers = [(b.kind.value, b.op or None, b.message or "", b.origin.value, b.stage) for b in _blockers(record)]
+    notes = record.notes or {}
+    return Entry(
+        row=_model_row(record, notes, blockers),
+        stages={name: result.status.value for name, result in record.stages.items()},
+        died_in=notes.get("stage"),
+        blockers=blockers,
+        fallbacks=[(str(op), int(calls or 0)) for op, calls in (record.fallback_ops or {}).items()],
+        breaks=[str(r) for r in record.graph_break_reasons or []],
+        problems=[str(p) for p in record.compile_problems or []],
     )
 
 
-def build(entries: list[Entry], *, meta: dict[str, Any] | None = None, skipped_lines: int = 0) -> SweepData:
+def build(entries: list[Entry], *, meta: SweepMeta | None = None, skipped_lines: int = 0) -> SweepData:
     """Frames from entries (see ``entry_of``)."""
-    meta = meta or {}
+    meta = meta or SweepMeta.missing()
     stages = _sweep_stages(entries, meta)
     rows, stage_rows = [], []
     blockers, fallbacks, breaks, problems = [], [], [], []
@@ -257,64 +247,61 @@ def _frame(rows: list[tuple], columns: list[str], row_of: dict[str, int]) -> pd.
     return frame
 
 
-def _sweep_stages(entries: list[Entry], meta: dict[str, Any]) -> list[str]:
+def _sweep_stages(entries: list[Entry], meta: SweepMeta) -> list[str]:
     """The sweep's stages: from its config, else those seen in records, in run order."""
-    configured = (meta.get("config") or {}).get("stages")
-    names = set(configured) if configured else {s for e in entries for s in e[1]}
+    configured = meta.stages
+    names = set(configured) if configured else {s for e in entries for s in e.stages}
     order = [s.value for s in STAGE_ORDER]
     return [s for s in order if s in names] + sorted(names - set(order))
 
 
-def _blockers(raw: dict) -> list[dict]:
+_NO_REASON = Reason(ReasonKind.UNKNOWN, "no reason recorded")
+
+
+def _blockers(record: ModelRecord) -> list[Reason]:
     """Every blocker of a record; the first reason when no list was kept."""
-    found = [b for b in raw.get("blockers") or [] if isinstance(b, dict)]
-    if found:
-        return found
-    reason = raw.get("reason")
-    return [reason] if isinstance(reason, dict) else [{"kind": "unknown", "message": "no reason recorded"}]
+    return record.blockers or [record.reason or _NO_REASON]
 
 
-def _model_row(raw: dict, blockers: list[tuple]) -> tuple:
+def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple:
     """The ``MODEL_COLUMNS`` values of one record."""
-    reason = raw.get("reason") if isinstance(raw.get("reason"), dict) else {}
-    status = raw["status"]
-    kind = reason.get("kind")
-    rank, downloads, diff = raw.get("rank"), raw.get("downloads"), raw.get("max_abs_diff")
+    reason, status = record.reason, record.status.value
+    rank, downloads, diff = record.rank, record.downloads, record.max_abs_diff
     return (
-        str(raw.get("key") or raw["model_id"]),
-        str(raw["model_id"]),
+        str(record.key),
+        str(record.model_id),
         rank if isinstance(rank, int) else None,
         downloads if isinstance(downloads, int) else None,
-        raw.get("pipeline_tag"),
-        raw.get("library_name"),
-        raw.get("model_type"),
-        raw.get("architecture"),
+        record.pipeline_tag,
+        record.library_name,
+        record.model_type,
+        record.architecture,
         status,
         category(status, [b[3] for b in blockers]),
-        kind,
-        reason.get("op") or None,
-        reason.get("message") or "",
-        origin_of(reason) if reason else None,
+        reason.kind.value if reason else None,
+        reason.op or None if reason else None,
+        reason.message or "" if reason else "",
+        reason.origin.value if reason else None,
         len(blockers),
-        raw.get("weights"),
-        raw.get("dtype"),
-        raw.get("device"),
-        int(raw.get("graph_breaks") or 0),
-        float(raw.get("seconds") or 0.0),
+        record.weights,
+        record.dtype,
+        record.device or None,
+        int(record.graph_breaks or 0),
+        float(record.seconds or 0.0),
         diff if isinstance(diff, (int, float)) else None,
-        raw.get("repro") or "",
-        (raw.get("notes") or {}).get("config_source") if isinstance(raw.get("notes"), dict) else None,
-        _figure(raw, "backward", "max_rel"),
-        _figure(raw, "nondeterministic", "max_abs"),
-        raw.get("reused_from") or None,
+        record.repro or "",
+        notes.get("config_source"),
+        _figure(record, "backward", "max_rel"),
+        _figure(record, "nondeterministic", "max_abs"),
+        record.reused_from or None,
         # Records without a fingerprint (older sweeps, test checks) are each their own check.
-        str((raw.get("notes") or {}).get("fingerprint") or raw.get("key") or raw["model_id"]),
+        str(notes.get("fingerprint") or record.key),
     )
 
 
-def _figure(raw: dict, part: str, name: str) -> float | None:
+def _figure(record: ModelRecord, part: str, name: str) -> float | None:
     """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
-    numerics = raw.get("numerics")
+    numerics = record.numerics
     entry = numerics.get(part) if isinstance(numerics, dict) else None
     value = entry.get(name) if isinstance(entry, dict) else None
     return value if isinstance(value, (int, float)) else None

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweeper.folder import META, RECORDS, REPROS
 from sweeper.report import sections
 from sweeper.report.analysis import Analysis, checks_line
-from sweeper.report.escape import code, details, md, num, pct, seconds, table
+from sweeper.report.escape import code, details, md, num, pct, table
 from sweeper.report.load import CATEGORIES
+from sweeper.report.meta import CODE_ROWS, device_name, identity_rows
 
 NOT_TESTED_INTRO = (
     "Environment outcomes (gated, remote code, unsupported library, download, missing dependency, config error) and "
@@ -23,7 +25,7 @@ ROADMAP_INTRO = (
 )
 LOWERING_TOOL_INTRO = (
     "Ops the device profile calls native that the lowering tool failed on: material for upstream bug reports, "
-    "not chip gaps. Each record keeps the full diagnostic; reproducers are under `repros/` when the sweep wrote them."
+    "not chip gaps. Each record keeps the full diagnostic; reproducers are under `" + REPROS + "/` when the sweep wrote them."
 )
 HARNESS_INTRO = (
     "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "
@@ -36,42 +38,15 @@ CHART_TITLES = {
 }
 
 
-def device_name(meta: dict[str, Any], a: Analysis) -> str:
-    """The device spec from sweep.json, else the one the records name."""
-    spec = (meta.get("device") or {}).get("spec")
-    if spec:
-        return str(spec)
-    devices = a.data.models["device"].dropna()
-    return str(devices.iloc[0]) if len(devices) else "unknown device"
-
-
 def header(a: Analysis) -> str:
     """Title and the sweep's identity: what ran, where, on what, for how long."""
-    meta = a.data.meta
-    device = meta.get("device") or {}
-    profile = device.get("profile") or {}
-    source = meta.get("source") or {}
-    cfg = meta.get("config") or {}
-    versions = meta.get("versions") or {}
-    weights = cfg.get("weights") or _single(a, "weights")
-    started = str(meta.get("started") or "")
-    rows = [
-        ("sweep", code(meta.get("sweep_id") or "unknown")),
-        ("date", md(started[:10] or "unknown")),
-        ("device", code(device_name(meta, a))),
-        ("device profile", md(f"{profile.get('name')} ({profile.get('hash')})") if profile else "—"),
-        ("source", md(source_label(source))),
-        ("snapshot date", md(source.get("snapshot_date") or "—")),
-        ("weights", md(weights or "—")),
-        ("dtype", md(cfg.get("dtype") or _single(a, "dtype") or "—")),
-        ("versions", ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(versions.items())) or "—"),
-        ("models", num(a.overview["models"])),
-        ("configs", md(config_label(a.builds))),
-        ("wall time", seconds(meta.get("wall_seconds")) if meta.get("wall_seconds") is not None else "—"),
-    ]
+    models = a.data.models
+    rows = [(label, code(v) if label in CODE_ROWS else md(v)) for label, v in identity_rows(a.data.meta, models)]
+    counts = [("models", num(a.overview["models"])), ("configs", md(config_label(a.builds)))]
     if a.overview["distinct_checks"] < a.overview["models"]:  # models shared checks: say how many ran
-        rows.insert(-1, ("checks", md(checks_line(a.overview)) + _reused(a.overview)))
-    title = f"# Model sweep on {md(device_name(meta, a))}"
+        counts.append(("checks", md(checks_line(a.overview)) + _reused(a.overview)))
+    rows[-1:-1] = counts  # before the wall time
+    title = f"# Model sweep on {md(device_name(a.data.meta, models))}"
     return title + "\n\n" + table(["", ""], ([f"**{k}**", v] for k, v in rows))
 
 
@@ -92,32 +67,20 @@ def config_label(builds: dict[str, Any]) -> str:
     )
 
 
-def source_label(source: dict[str, Any]) -> str:
-    """The source's name, with the catalog file's name (never its local folder)."""
-    name = str(source.get("name") or "unknown")
-    path = str(source.get("path") or "")
-    return f"{name} ({path.replace(chr(92), '/').rsplit('/', 1)[-1]})" if path else name
-
-
-def _single(a: Analysis, column: str) -> str | None:
-    values = sorted(a.data.models[column].dropna().astype(str).unique())
-    return ", ".join(values) if values else None
-
-
 def notes(a: Analysis) -> list[str]:
     """Caveats a reader needs before trusting the figures."""
     meta, out = a.data.meta, []
-    if not meta:
-        out.append("No sweep.json was found: the header shows only what the records say.")
-    elif not meta.get("ended"):
-        out.append("The sweep did not finish (no end time in sweep.json): models not yet tried are absent.")
+    if not meta.found:
+        out.append(f"No {META} was found: the header shows only what the records say.")
+    elif not meta.ended:
+        out.append(f"The sweep did not finish (no end time in {META}): models not yet tried are absent.")
     if a.data.skipped_lines:
-        out.append(f"{num(a.data.skipped_lines)} unreadable line(s) of records.jsonl were skipped.")
+        out.append(f"{num(a.data.skipped_lines)} unreadable line(s) of {RECORDS} were skipped.")
     if a.coverage is None:
         out.append("No model carries a download count, so download-weighted figures are omitted.")
     elif a.coverage["models_without_downloads"]:
         out.append(f"{num(a.coverage['models_without_downloads'])} model(s) without a download count weigh 0.")
-    if not (meta.get("config") or {}).get("collect_all"):
+    if not meta.setting("collect_all"):
         out.append(
             "Models stop at their first blocker (no `--collect-all`): a failing model may have more blockers "
             "than shown, so roadmap figures of what one op frees are upper bounds."
@@ -139,7 +102,7 @@ OUTCOME_NOTES = {
 def summary_section(a: Analysis) -> str:
     """The headline: downloads covered, device pass rate, the outcome counts in one vocabulary."""
     o, c = a.overview, a.coverage
-    device = device_name(a.data.meta, a)
+    device = device_name(a.data.meta, a.data.models)
     lines = []
     if c is not None:
         lines.append(
@@ -176,7 +139,7 @@ def stages_section(a: Analysis) -> str:
 
 def links_to_hub(a: Analysis) -> bool:
     """Model ids link to Hub pages unless the models came from the offline zoo."""
-    return ((a.data.meta.get("source") or {}).get("name") or "") != "zoo"
+    return a.data.meta.source_name != "zoo"
 
 
 def render(a: Analysis, *, charts: list[str]) -> str:

@@ -1,44 +1,56 @@
-"""sweep.json, read leniently: any key may be absent (a sweep killed half-way has no
-"ended"), and a section of the wrong shape is dropped rather than trusted."""
+"""The sweep's identity as report.md and index.html show it, from ``SweepMeta``.
+
+Both outputs show the same rows in the same words; each only escapes them its own way.
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from sweeper.errors import UsageError
+import pandas as pd
 
-SWEEP_FILE = "sweep.json"
+from sweeper.report.escape import seconds
+from sweeper.sweep_meta import SweepMeta
 
-
-def read_meta(out_dir: Path) -> dict[str, Any]:
-    """``sweep.json`` as a dict; empty when absent (any key may be missing)."""
-    path = Path(out_dir) / SWEEP_FILE
-    if not path.is_file():
-        return {}
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
-    return normalise_meta(meta if isinstance(meta, dict) else {})
+CODE_ROWS = frozenset({"sweep", "device"})  # values report.md sets as code
 
 
-def normalise_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """Give sweep.json's sections the shapes reports read (a hand-edited or older file may
-    hold a string where a table belongs); drop values that cannot be used."""
-    meta = dict(meta)
-    if isinstance(meta.get("device"), str):
-        meta["device"] = {"spec": meta["device"]}
-    for name in ("config", "source", "device", "versions"):
-        if name in meta and not isinstance(meta[name], dict):
-            del meta[name]
-    device = meta.get("device")
-    if device and not isinstance(device.get("profile"), (dict, type(None))):
-        meta["device"] = {k: v for k, v in device.items() if k != "profile"}
-    stages = (meta.get("config") or {}).get("stages")
-    if stages is not None and not (isinstance(stages, list) and all(isinstance(x, str) for x in stages)):
-        meta["config"] = {k: v for k, v in meta["config"].items() if k != "stages"}
-    if not isinstance(meta.get("wall_seconds"), (int, float)):
-        meta.pop("wall_seconds", None)
-    return meta
+def device_name(meta: SweepMeta, models: pd.DataFrame) -> str:
+    """The device spec from sweep.json, else the one the records name."""
+    if meta.device_spec:
+        return meta.device_spec
+    devices = models["device"].dropna()
+    return str(devices.iloc[0]) if len(devices) else "unknown device"
+
+
+def source_label(source: dict[str, Any] | None) -> str:
+    """The source's name, with the catalog file's name (never its local folder)."""
+    source = source or {}
+    name = str(source.get("name") or "unknown")
+    path = str(source.get("path") or "")
+    return f"{name} ({path.replace(chr(92), '/').rsplit('/', 1)[-1]})" if path else name
+
+
+def identity_rows(meta: SweepMeta, models: pd.DataFrame) -> list[tuple[str, str]]:
+    """(label, plain text) rows: sweep, date, device, profile, source, snapshot, weights,
+    dtype, versions, wall time. Weights and dtype fall back on what the records say."""
+    profile = meta.profile
+    versions = meta.versions or {}
+    return [
+        ("sweep", meta.sweep_id or "unknown"),
+        ("date", (meta.started or "")[:10] or "unknown"),
+        ("device", device_name(meta, models)),
+        ("device profile", f"{profile.get('name')} ({profile.get('hash')})" if profile else "—"),
+        ("source", source_label(meta.source)),
+        ("snapshot date", (meta.source or {}).get("snapshot_date") or "—"),
+        ("weights", meta.setting("weights") or _single(models, "weights") or "—"),
+        ("dtype", meta.setting("dtype") or _single(models, "dtype") or "—"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "—"),
+        ("wall time", seconds(meta.wall_seconds)),
+    ]
+
+
+def _single(models: pd.DataFrame, column: str) -> str | None:
+    """The values one column of the records takes, joined (None when it takes none)."""
+    values = sorted(models[column].dropna().astype(str).unique())
+    return ", ".join(values) if values else None

@@ -61,9 +61,9 @@ def numerics(data: SweepData) -> dict[str, Any]:
     )
     worst = worst.sort_values(["over_tolerance", "not_finite", "max_abs_diff", "key"],
                               ascending=[False, False, False, True]).head(WORST)
-    config = data.meta.get("config") or {}
-    dtype = config.get("dtype") or "float32"
-    tol = tolerance_for(dtype, atol=config["atol"]) if config.get("atol") is not None else None
+    dtype = data.meta.setting("dtype") or "float32"
+    atol = data.meta.setting("atol")
+    tol = tolerance_for(dtype, atol=atol) if atol is not None else None
     return {
         "compared": len(compared),
         "identical": int((diffs == 0).sum()),

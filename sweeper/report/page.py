@@ -13,11 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from sweeper.folder import SweepFolder
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import hub_url
 from sweeper.report.page_data import page_data
 
-PAGE_FILE = "index.html"
 # Inside a JSON string these stand for themselves; escaped, no "</script>" or "<!--" can
 # end the data element early, whatever a model id or message holds.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -59,6 +59,6 @@ def write_page(
 
     hub = hub_url() if links_to_hub(a) else None
     data = page_data(a, charts=charts, hub=hub, compare=compare, compare_name=compare_name)
-    path = Path(folder) / PAGE_FILE
+    path = SweepFolder(folder).page
     path.write_text(render_page(data), encoding="utf-8")
     return path

@@ -17,6 +17,7 @@ from sweeper.report import markdown
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import one_line
 from sweeper.report.load import CATEGORIES, SweepData
+from sweeper.report.meta import device_name, identity_rows
 
 STAGE_CODES = {"pass": "p", "fail": "f", "blocked": "b", "skip": "s"}  # anything else: "-"
 ID_MARK = "\x00"  # stands for the model id inside a stored repro command
@@ -66,7 +67,7 @@ def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any =
     strings = Strings()
     data = a.data
     out = {
-        "title": f"Model sweep on {markdown.device_name(data.meta, a)}",
+        "title": f"Model sweep on {device_name(data.meta, data.models)}",
         "header": header_rows(a),
         "notes": [n.replace("`", "") for n in markdown.notes(a)],
         "headline": headline(a),
@@ -86,26 +87,7 @@ def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any =
 
 def header_rows(a: Analysis) -> list[list[str]]:
     """The sweep's identity as (label, value) text pairs."""
-    meta = a.data.meta
-    device = meta.get("device") or {}
-    profile = device.get("profile") or {}
-    source = meta.get("source") or {}
-    cfg = meta.get("config") or {}
-    versions = meta.get("versions") or {}
-    wall = meta.get("wall_seconds")
-    rows = [
-        ("sweep", meta.get("sweep_id") or "unknown"),
-        ("date", str(meta.get("started") or "")[:10] or "unknown"),
-        ("device", markdown.device_name(meta, a)),
-        ("device profile", f"{profile.get('name')} ({profile.get('hash')})" if profile else "—"),
-        ("source", markdown.source_label(source)),
-        ("snapshot date", source.get("snapshot_date") or "—"),
-        ("weights", cfg.get("weights") or "—"),
-        ("dtype", cfg.get("dtype") or "—"),
-        ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "—"),
-        ("wall time", markdown.seconds(wall) if wall is not None else "—"),
-    ]
-    return [[label, one_line(value, 200)] for label, value in rows]
+    return [[label, one_line(value, 200)] for label, value in identity_rows(a.data.meta, a.data.models)]
 
 
 def headline(a: Analysis) -> dict[str, Any]:

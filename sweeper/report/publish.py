@@ -16,18 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import UsageError
+from sweeper.folder import CARD, CHARTS, PARQUET, PUBLISH_MARKER, PUBLISHED, REPORT, SUMMARY, SweepFolder
 from sweeper.report import commands
 from sweeper.report.escape import code, md, num, one_line, pct
-from sweeper.report.meta import SWEEP_FILE, read_meta
 from sweeper.staged import Staged
+from sweeper.sweep_meta import SweepMeta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"
-PUBLISH_MARKER = ".sweeper-publish"  # says the folder is a publish's own, so it may be overwritten
-# models.md is never written now: listed so that a stale copy in DEST is removed.
-REPORT_FILES = (commands.REPORT_FILE, commands.PAGE_FILE, commands.MODELS_FILE, commands.SUMMARY_FILE,
-                commands.PARQUET_FILE, SWEEP_FILE)  # fmt: skip
-HUB_FILES = ["README.md", "*.md", "*.json", "*.html", commands.PARQUET_FILE, "charts/*.png"]
+HUB_FILES = [CARD, "*.md", "*.json", "*.html", PARQUET, f"{CHARTS}/*.png"]
 
 
 COLUMNS_NOTE = (
@@ -65,20 +62,21 @@ def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None, fo
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write into {dest}: {exc.strerror or exc}") from None
-    summary = json.loads((out_dir / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
+    sweep = SweepFolder(out_dir)
+    summary = sweep.read_summary()
     with Staged(dest) as staged:
-        for name in REPORT_FILES:
-            if (out_dir / name).is_file():
-                staged.copy(out_dir / name, name)
+        for name in PUBLISHED:
+            if (sweep / name).is_file():
+                staged.copy(sweep / name, name)
             else:
                 staged.remove(name)
-        charts = staged.folder_path(commands.CHARTS_DIR)
-        if (out_dir / commands.CHARTS_DIR).is_dir():
-            shutil.copytree(out_dir / commands.CHARTS_DIR, charts, dirs_exist_ok=True)
-        staged.text("README.md", dataset_card(summary, read_meta(out_dir)))
+        charts = staged.folder_path(CHARTS)
+        if sweep.charts.is_dir():
+            shutil.copytree(sweep.charts, charts, dirs_exist_ok=True)
+        staged.text(CARD, dataset_card(summary, sweep.read_meta()))
         staged.text(PUBLISH_MARKER, f"written by sweep publish from {out_dir.resolve()}\n")
     if old is not None:
-        sweep_id = old.meta.get("sweep_id")
+        sweep_id = old.meta.sweep_id
         compared_page(out_dir, old, dest, label=f"{Path(compare).name} (sweep {sweep_id})" if sweep_id else Path(compare).name)
     return str(dest)
 
@@ -93,15 +91,15 @@ def compared_page(out_dir: Path, old: Any, dest: Path, *, label: str) -> Path:
     from sweeper.report.page import write_page
 
     new = read_sweep(out_dir)
-    charts = [c for c in CHART_TITLES if (dest / commands.CHARTS_DIR / c).is_file()]
+    charts = SweepFolder(dest).chart_names(list(CHART_TITLES))
     return write_page(analyse(new), dest, charts=charts, compare=compare(old, new), compare_name=str(label))
 
 
-def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: str = commands.PARQUET_FILE) -> str:
+def dataset_card(summary: dict[str, Any], meta: SweepMeta, *, data_files: str = PARQUET) -> str:
     """README.md for the published folder or Hub dataset (YAML front matter + prose);
     ``data_files`` is where the records table lies in it."""
-    device = (meta.get("device") or {}).get("spec") or "unknown device"
-    source = meta.get("source") or {}
+    device = meta.device_spec or "unknown device"
+    source = meta.source or {}
     title = f"Model sweep on {device}"
     if source.get("snapshot_date"):
         title += f" ({source.get('name') or 'catalog'}, {source['snapshot_date']})"
@@ -122,7 +120,7 @@ def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: s
         f"# {md(title)}",
         "",
         (
-            f"One row per model tried by `sweeper` (sweep {code(meta.get('sweep_id') or 'unknown')}): "
+            f"One row per model tried by `sweeper` (sweep {code(meta.sweep_id or 'unknown')}): "
             "whether it loads, moves to the device, runs forward and backward and compiles, and what blocks it."
         ),
         "",
@@ -135,8 +133,8 @@ def dataset_card(summary: dict[str, Any], meta: dict[str, Any], *, data_files: s
         lines.append(f"- {pct(c['catalog_share'])} of the catalog's downloads run end to end")
     lines += [
         (
-            f"- full report: [{commands.REPORT_FILE}]({commands.REPORT_FILE}); machine-readable: "
-            f"[{commands.SUMMARY_FILE}]({commands.SUMMARY_FILE}); records: [{commands.PARQUET_FILE}]({commands.PARQUET_FILE})"
+            f"- full report: [{REPORT}]({REPORT}); machine-readable: "
+            f"[{SUMMARY}]({SUMMARY}); records: [{PARQUET}]({PARQUET})"
         ),
         "",
         COLUMNS_NOTE,
@@ -167,9 +165,9 @@ def publish_hub(out_dir: Path, to: str, *, compare: Path | None = None) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         publish_folder(out_dir, Path(tmp), compare=compare)
         # push_to_hub stores the records under data/: the card must point there.
-        summary = json.loads((Path(tmp) / commands.SUMMARY_FILE).read_text(encoding="utf-8"))
-        card = dataset_card(summary, read_meta(out_dir), data_files=HUB_DATA_FILES)
-        (Path(tmp) / "README.md").write_text(card, encoding="utf-8")
+        published = SweepFolder(tmp)
+        card = dataset_card(published.read_summary(), SweepFolder(out_dir).read_meta(), data_files=HUB_DATA_FILES)
+        (published / CARD).write_text(card, encoding="utf-8")
         try:
             dataset.push_to_hub(repo_id, commit_message="Sweep records")
             HfApi().upload_folder(

@@ -11,6 +11,7 @@ import http.server
 from pathlib import Path
 
 from sweeper.errors import UsageError
+from sweeper.folder import PAGE, SweepFolder
 
 HOST = "127.0.0.1"
 
@@ -27,8 +28,8 @@ def make_server(folder: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"not a folder: {folder}")
-    if not (folder / "index.html").is_file():
-        raise UsageError(f"no index.html in {folder}: run `sweep publish OUT --to {folder}` (or `sweep report`) first")
+    if not SweepFolder(folder).page.is_file():
+        raise UsageError(f"no {PAGE} in {folder}: run `sweep publish OUT --to {folder}` (or `sweep report`) first")
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: expected 0-65535")
     handler = functools.partial(_Quiet, directory=str(folder.resolve()))

@@ -142,10 +142,10 @@ def test_connection_resets_are_retried_but_uploads_are_not() -> None:
 @pytest.mark.parametrize(
     ("flags", "fragment"),
     [
-        ({"hub_rpm": 0}, "--hub-rpm must be a positive number"),
-        ({"hub_tries": 0}, "--hub-tries must be 1 or more"),
-        ({"max_params": -5}, "--max-params must be a positive number"),
-        ({"max_download_gb": 0}, "--max-download-gb must be positive"),
+        ({"hub_rpm": 0}, "--hub-rpm must be more than 0"),
+        ({"hub_tries": 0}, "--hub-tries must be a positive whole number"),
+        ({"max_params": -5}, "--max-params must be a positive whole number"),
+        ({"max_download_gb": 0}, "--max-download-gb must be more than 0"),
     ],
 )
 def test_bad_hub_flags_are_usage_errors(flags: dict, fragment: str) -> None:

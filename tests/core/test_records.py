@@ -61,3 +61,30 @@ def test_a_reason_reads_its_origin_from_the_table_unless_told():
     assert Reason.from_dict(told.to_dict()) == told
     old_line = {"kind": "compile_error", "op": "aten::x", "message": "m"}  # written before origins
     assert Reason.from_dict(old_line).origin is Origin.DEVICE
+
+
+def test_any_schema_version_reads_through_the_contract():
+    from sweeper.records import Origin
+
+    old = {  # schema 1, hand-trimmed: no key, sweep_id or device; a kind this version does not know
+        "model_id": "org/m", "status": "fail", "schema_version": 1,
+        "reason": {"kind": "retired_kind", "message": "m", "origin": "device"},
+        "blockers": [{"kind": "unsupported_op", "op": "aten::x"}, "not a table", None],
+        "stages": {"load": {"status": "pass"}, "forward": {"status": "sideways"}, "compile": "odd"},
+        "unknown_field": 1,
+    }  # fmt: skip
+    rec = ModelRecord.from_dict(old)
+    assert (rec.key, rec.sweep_id, rec.device) == ("org/m", "", "")
+    assert rec.reason.kind is ReasonKind.UNKNOWN and rec.reason.origin is Origin.DEVICE and rec.reason.message == "m"
+    assert [(b.kind, b.op, b.origin) for b in rec.blockers] == [(ReasonKind.UNSUPPORTED_OP, "aten::x", Origin.DEVICE)]
+    assert list(rec.stages) == ["load"]
+    assert Reason.from_dict({"kind": "oom", "origin": "nobody"}).origin is Origin.DEVICE  # the kind's own
+
+
+def test_a_line_without_a_known_status_or_a_model_id_is_not_a_record():
+    import pytest
+
+    with pytest.raises(ValueError):
+        ModelRecord.from_dict({"model_id": "m", "status": "sideways"})
+    with pytest.raises(KeyError):
+        ModelRecord.from_dict({"status": "pass"})

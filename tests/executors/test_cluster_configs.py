@@ -3,6 +3,7 @@ parse with the real CLI, and the nightly script sweeps, diffs and links as docum
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -67,11 +68,48 @@ def test_raycronjob_manifest():
     _check_cluster_spec(template["rayClusterSpec"])
 
 
-def test_job_submit_example_parses():
-    script = (CLUSTER / "job-submit.sh").read_text()
-    command = script.split(" -- ", 1)[1].replace("\\\n", " ").strip()
-    assert _parses(command)["address"] == "auto"
+def _submitted(tmp_path: Path, **settings: str) -> list[str]:
+    """The arguments job-submit.sh gives ``ray`` (a stub on PATH that logs them, NUL-separated)."""
+    bin_dir = tmp_path / "ray-bin"
+    bin_dir.mkdir(exist_ok=True)
+    stub = bin_dir / "ray"
+    stub.write_text('#!/usr/bin/env bash\nprintf "%s\\0" "$@" > "$RAY_LOG"\n')
+    stub.chmod(0o755)
+    log = tmp_path / "ray.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWEEP_", "RAY_"))}
+    env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", RAY_LOG=str(log), **settings)
+    subprocess.run(["bash", str(CLUSTER / "job-submit.sh")], check=True, env=env, capture_output=True)
+    return log.read_text().split("\0")[:-1]
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    return {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+
+
+def test_job_submit_script_defaults_to_the_documented_job(tmp_path):
+    args = _submitted(tmp_path)
+    split = args.index("--")
+    submit, command = args[:split], args[split + 1:]
+    assert submit[:2] == ["job", "submit"]
+    options = _options(submit)
+    assert options["--address"] == "http://127.0.0.1:8265" and options["--working-dir"] == "."
+    assert options["--submission-id"].startswith("sweep-trnsim-")
+    assert "pip" not in json.loads(options["--runtime-env-json"])  # the nodes' environment runs it
+    params = _parses(shlex.join(command))
+    assert (params["top"], params["device"], params["address"], params["out"]) == (1000, "trnsim", "auto", "/results/trnsim/adhoc")
     subprocess.run(["bash", "-n", str(CLUSTER / "job-submit.sh")], check=True)
+
+
+def test_job_submit_script_takes_its_settings_from_the_environment(tmp_path):
+    args = _submitted(tmp_path, RAY_ADDRESS="http://10.0.0.5:8265", SWEEP_DEVICE="cpu", SWEEP_TOP="7",
+                      SWEEP_TIMEOUT="30", SWEEP_OUT="/data/out", SWEEP_JOB_ID="nightly-1",
+                      SWEEP_WORKING_DIR="/src/sweeper", SWEEP_EXTRA="--source zoo --stages load,forward")
+    split = args.index("--")
+    options = _options(args[:split])
+    assert (options["--address"], options["--submission-id"], options["--working-dir"]) == ("http://10.0.0.5:8265", "nightly-1", "/src/sweeper")
+    params = _parses(shlex.join(args[split + 1:]))
+    assert (params["top"], params["device"], params["timeout"], params["out"]) == (7, "cpu", 30.0, "/data/out")
+    assert (params["source"], params["stages"]) == ("zoo", ["load,forward"])
 
 
 @pytest.fixture

@@ -194,3 +194,19 @@ def test_numerics_shows_gradients_and_nondeterministic_models_apart(tmp_path: Pa
             "`numerics` on the backward stage; the largest relative difference is 0.25 ([org/grad-off]") in text
     assert "1 nondeterministic models: two CPU runs differ past the tolerance" in text
     assert "| [org/vilt](https://huggingface.co/org/vilt) | 600 | 0.8 | 0.7 |" in text
+
+
+def test_report_and_page_show_the_same_sweep_header(tmp_path: Path) -> None:
+    """One set of header rows: report.md sets them in a table, index.html as text."""
+    from sweeper.report.analysis import analyse
+    from sweeper.report.load import read_sweep
+    from sweeper.report.page_data import header_rows
+
+    sweep = meta(config={"stages": ["load", "forward"], "collect_all": True})  # no weights or dtype: the records say
+    text = report_for(tmp_path, sweep_records(), sweep)
+    rows = dict(header_rows(analyse(read_sweep(tmp_path / "out"))))
+    assert rows["weights"] == "tiny" and rows["dtype"] == "float32" and rows["wall time"] == "42 min 00 s"
+    assert rows["versions"] == "sweeper 0.1.0, torch 2.13.0, transformers 5.24.0"
+    for label, value in rows.items():
+        shown = f"`{value}`" if label in ("sweep", "device") else value
+        assert f"| **{label}** | {shown} |" in text, label

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from sweeper.devices.base import Device, Recording
+from sweeper.folder import SweepFolder
 
 
 class TrnsimDevice(Device):
@@ -30,7 +30,7 @@ class TrnsimDevice(Device):
         self.collect_all = bool(options.get("collect_all", False))
         self._profile: Any = None
         out_dir = options.get("out_dir")
-        self.repro_dir: str | None = str(Path(out_dir) / "repros") if out_dir else None
+        self.repro_dir: str | None = str(SweepFolder(out_dir).repros) if out_dir else None
 
     @property
     def torch_device(self) -> str:
