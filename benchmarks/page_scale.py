@@ -71,7 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.catalog.exists():
         sys.exit(f"page_scale: catalog not found at {args.catalog} (clone with ../shared beside it)")
-    from sweeper.report.commands import publish
+    from sweeper.report.publish import publish
 
     with tempfile.TemporaryDirectory() as tmp:
         out, site = Path(tmp) / "sweep", Path(tmp) / "site"

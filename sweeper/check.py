@@ -60,15 +60,18 @@ def device_for(cfg: SweepConfig) -> Device:
     return _DEVICES[key]
 
 
-def check_model(ref: ModelRef, cfg: SweepConfig, *, sweep_id: str = "") -> ModelRecord:
-    """Run the selected stages for ``ref`` on ``cfg.device``; always returns a record."""
+def check_model(
+    ref: ModelRef, cfg: SweepConfig, *, sweep_id: str = "", on_stage: Callable[[str], None] | None = None
+) -> ModelRecord:
+    """Run the selected stages for ``ref`` on ``cfg.device``; always returns a record.
+    ``on_stage`` is told each stage's name as it starts."""
     started = time.perf_counter()
     record = base_record(ref, sweep_id=sweep_id, device=cfg.device, status=Status.PASS, weights=cfg.weights, dtype=cfg.dtype)
     record.repro = repro_command(ref, cfg)
     try:
         device = device_for(cfg)
         record.versions = versions(device)
-        _run_stages(ref, cfg, device, record)
+        _run_stages(ref, cfg, device, record, on_stage=on_stage)
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
@@ -85,8 +88,10 @@ def selected_stages(names: Collection[str]) -> list[Stage]:
     return [s for s in Stage if s in wanted]
 
 
-def _run_stages(ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord) -> None:
-    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device)
+def _run_stages(
+    ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *, on_stage: Callable[[str], None] | None = None
+) -> None:
+    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, on_stage=on_stage)
     selected = selected_stages(cfg.stages)
     passed: set[Stage] = set()
     stop = False
@@ -116,7 +121,7 @@ def _run_one(
     """One stage: its result, every blocker found in it (each naming the stage), and
     whether it ran to its end. A stage during which a blocker was recorded fails, even
     when it ran to its end."""
-    _mark(stage)
+    _mark(ctx, stage)
     started = time.perf_counter()
     recording = Recording()
     raised: Reason | None = None
@@ -185,9 +190,8 @@ def _model_status(reason: Reason | None) -> Status:
     return Status.PASS if reason is None else kind_info(reason.kind).status
 
 
-def _mark(stage: Stage) -> None:
-    """Tell the executor which stage runs, so a crash record can name it."""
-    with contextlib.suppress(Exception):
-        from sweeper.executors.progress import mark
-
-        mark(stage=stage.value)
+def _mark(ctx: stages.StageContext, stage: Stage) -> None:
+    """Tell the context's listener which stage runs, so a crash record can name it."""
+    if ctx.on_stage is not None:
+        with contextlib.suppress(Exception):
+            ctx.on_stage(stage.value)

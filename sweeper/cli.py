@@ -157,7 +157,7 @@ def one(
     if not ok:
         raise UsageError(f"device {cfg.device!r} is not usable here: {why}")
     ref = resolve_model(model, cfg, architecture=architecture)
-    from sweeper.runner import settle_hub_access
+    from sweeper.hub_access import settle_hub_access
 
     hub = settle_hub_access(cfg, [ref])
     if hub:
@@ -166,7 +166,7 @@ def one(
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
     else:
-        from sweeper.report_one import describe_record
+        from sweeper.report.one_model import describe_record
 
         print(describe_record(record))
     raise typer.Exit(0 if record.status.value in ("pass", "skip") else 1)
@@ -243,7 +243,7 @@ def publish(
     force: Annotated[bool, typer.Option("--force", help="Publish into a non-empty folder that an earlier publish did not write.")] = False,
 ) -> None:
     """Publish a sweep: a self-contained folder (with index.html), or a Hugging Face dataset."""
-    from sweeper.report.commands import publish as do_publish
+    from sweeper.report.publish import publish as do_publish
 
     print(do_publish(out, to, compare=compare, force=force))
 

@@ -148,7 +148,7 @@ class Fingerprinter:
     def __init__(self, cfg: SweepConfig, device_info: dict[str, Any], *, offline: bool | None = None) -> None:
         self.cfg = cfg
         if offline is None:
-            from sweeper.sources.hub import hub_offline
+            from sweeper.hub_access import hub_offline
 
             offline = hub_offline()
         self.offline = offline

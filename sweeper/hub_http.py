@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2  # the HTTP client huggingface_hub is built on
 
 from sweeper.errors import SweeperError
+from sweeper.hub_access import endpoint, redact
 from sweeper.records import ReasonKind
 
 if TYPE_CHECKING:
@@ -156,8 +157,6 @@ def _sleep(seconds: float) -> None:
 
 
 def _gave_up(request: httpx2.Request, tries: int, last: str) -> str:
-    from sweeper.sources.hub import redact
-
     url = request.url.copy_with(query=None)
     return redact(f"{request.method} {url}: gave up after {tries} tries, last {last}")
 
@@ -178,8 +177,6 @@ _INSTALL_LOCK = threading.Lock()
 
 def settings(cfg: SweepConfig) -> tuple[str, float, RetryPolicy]:
     """The endpoint, requests per minute and retry policy ``cfg`` asks for."""
-    from sweeper.sources.hub import endpoint
-
     policy = RetryPolicy(tries=cfg.hub_tries, base_s=float(cfg.extra.get("hub_backoff_s", 1.0)))
     return endpoint(), cfg.hub_rpm, policy
 

@@ -60,12 +60,10 @@ def _stored_hub_token() -> set[str]:
 
     if "huggingface_hub" not in sys.modules:  # importing the client just to redact is too slow
         return set()
-    with contextlib.suppress(Exception):  # a broken token file must not hide the message
-        from huggingface_hub import get_token
+    from sweeper.hub_access import stored_token
 
-        token = get_token() or ""
-        return {token} if len(token) >= MIN_SECRET else set()
-    return set()
+    token = stored_token()
+    return {token} if len(token) >= MIN_SECRET else set()
 
 
 @functools.lru_cache(maxsize=8)

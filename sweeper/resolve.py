@@ -20,9 +20,9 @@ def _find(model: str, cfg: SweepConfig, source: str) -> ModelRef | None:
 
 def _from_hub(model: str, cfg: SweepConfig) -> ModelRef | None:
     """Ask the Hub (when it answers) about a model id the local sources do not list."""
-    import os
+    from sweeper.hub_access import hub_offline
 
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+    if hub_offline():
         return None
     try:
         from huggingface_hub import model_info

@@ -6,7 +6,6 @@ the output folder is created, so bad input writes nothing. The driver alone writ
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -22,13 +21,14 @@ from sweeper.errors import UsageError
 from sweeper.executors.base import CheckFn, get_executor
 from sweeper.folder import SweepFolder
 from sweeper.folder_lock import own_folder
+from sweeper.hub_access import settle_hub_access
 from sweeper.hub_http import install
-from sweeper.progress import Progress
 from sweeper.records import ModelRecord, ModelRef
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
 from sweeper.store import RecordStore, read_records
 from sweeper.sweep_meta import SweepMeta
+from sweeper.terminal_bar import TerminalBar
 from sweeper.versions import versions
 
 SAY_AFTER_S = 0.3  # planning longer than this says so (a person sees something within a second)
@@ -94,35 +94,6 @@ def _plan(cfg: SweepConfig) -> PlanResult:
     return refs, source_info, device_info
 
 
-def go_offline() -> None:
-    """Offline for this process (the client read the variable at import) and its children."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    from huggingface_hub import constants
-
-    constants.HF_HUB_OFFLINE = True
-
-
-def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
-    """Probe the Hub once when refs would fetch their config.json from it.
-
-    When it does not answer, the sweep goes offline (``HF_HUB_OFFLINE=1``, inherited by
-    workers started afterwards) so each model starts from its type's default config at
-    once instead of retrying the network; returns the note that says so.
-    """
-    from sweeper.sources.hub import hub_offline, probe
-
-    wants_hub = any(ref.config is None and ref.source not in (None, "zoo") for ref in refs)
-    if not wants_hub or hub_offline():
-        return None
-    why = probe(cfg.hub_timeout)
-    if why is None:
-        return None
-    go_offline()
-    if cfg.weights == "pretrained":
-        return f"Hub unreachable ({why}): pretrained weights will fail as download errors"
-    return f"Hub unreachable ({why}): configs are the model types' defaults"
-
-
 def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = False, write_report: bool = True) -> SweepResult:
     """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
 
@@ -169,7 +140,7 @@ def _run(
         batch, ready = reuse.stream(stream.todo(done)), []
     folder = SweepFolder(out)
     meta = _start_meta(folder, cfg, source_info, device_info, total=total)
-    progress = Progress(total - skipped, already_done=skipped, quiet=quiet)
+    progress = TerminalBar(total - skipped, already_done=skipped, quiet=quiet)
     started = time.monotonic()
 
     def write(records: list[ModelRecord]) -> None:
@@ -230,10 +201,14 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
 
 
 def _check_model() -> CheckFn:
-    """The real check, imported when a model is about to run (it imports torch)."""
-    from sweeper.check import check_model
+    """The real check, imported when a model is about to run (it imports torch); each stage
+    it starts is marked in the worker's breadcrumbs, so a crash record names the stage."""
+    import functools
 
-    return check_model
+    from sweeper.check import check_model
+    from sweeper.executors import breadcrumbs
+
+    return functools.partial(check_model, on_stage=breadcrumbs.mark)
 
 
 def _start_meta(folder: SweepFolder, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> SweepMeta:

@@ -8,6 +8,7 @@ record needs (fallbacks, graph breaks, numerics) in ``ctx.findings``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ class StageContext:
     float32: Run | None = None  # a float32 CPU run, made only when a reduced-precision check needs it
     findings: dict[str, Any] = field(default_factory=dict)
     soft_reasons: list[Reason] = field(default_factory=list)
+    # Told each stage's name as it starts (a worker's crash breadcrumbs, so a record of a
+    # process that died can name the stage); None tells no one.
+    on_stage: Callable[[str], None] | None = None
 
 
 def load(ctx: StageContext) -> None:

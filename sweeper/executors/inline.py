@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.executors.base import CheckFn, OnRecord
 from sweeper.records import ModelRef
 
@@ -21,7 +21,7 @@ class InlineExecutor:
 
     def run(self, refs: Iterable[ModelRef], cfg: SweepConfig, *, check: CheckFn, on_record: OnRecord) -> None:
         for ref in refs:
-            progress.begin(ref.key)
+            breadcrumbs.begin(ref.key)
             self.current = ref.key
             try:
                 record = check(ref, cfg)
@@ -29,9 +29,9 @@ class InlineExecutor:
                 self.current = None
             on_record(record)
 
-    def running(self) -> list[progress.Progress]:
+    def running(self) -> list[breadcrumbs.Breadcrumb]:
         """The model being checked (its stage as ``check_model`` marks it)."""
-        found = progress.current()
+        found = breadcrumbs.current()
         return [found] if self.current is not None and found.key == self.current else []
 
     def close(self) -> None:

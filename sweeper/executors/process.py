@@ -16,7 +16,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.executors.base import CheckFn, OnRecord
 from sweeper.executors.child import memory_limit_mb
 from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot
@@ -82,7 +82,7 @@ class ProcessExecutor:
             slot.submit(ref)
         return False
 
-    def running(self) -> list[progress.Progress]:
+    def running(self) -> list[breadcrumbs.Breadcrumb]:
         """The models running now, with their stage and start (for the progress bar)."""
         return [p for p in (slot.current() for slot in list(self.slots)) if p is not None]
 

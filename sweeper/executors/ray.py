@@ -30,7 +30,7 @@ import ray
 from ray.exceptions import OutOfMemoryError, RayError, RayTaskError
 
 from sweeper.errors import UsageError
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.executors.base import CheckFn, OnRecord, failure_record
 from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
@@ -200,7 +200,7 @@ class RayExecutor:
                     raise UsageError(f"Ray workers could not start: {_first_line(exc)}") from exc
                 self.actors[i] = self._new_actor(i)
 
-    def running(self) -> list[progress.Progress]:
+    def running(self) -> list[breadcrumbs.Breadcrumb]:
         """The models running now (for the progress bar): stage and start from the worker's
         progress file when it is on this machine, else the running call's first model."""
         out = []
@@ -208,10 +208,10 @@ class RayExecutor:
             call = queue[0] if queue else None
             if call is None or call.started is None:
                 continue
-            found = progress.read(local_progress_file(self.pids.get(i)))
+            found = breadcrumbs.read(local_progress_file(self.pids.get(i)))
             if found.key not in {ref.key for ref in call.refs}:
                 since = time.time() - (time.monotonic() - call.started)
-                found = progress.Progress(key=call.refs[0].key, started=since)
+                found = breadcrumbs.Breadcrumb(key=call.refs[0].key, started=since)
             out.append(found)
         return out
 

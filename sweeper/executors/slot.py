@@ -4,7 +4,7 @@
 It turns what can go wrong into exactly one record for that model: a death by signal or
 exit is ``crash`` (SIGKILL that the slot did not send: ``oom``, the kernel's OOM killer),
 running past ``cfg.timeout`` is ``timeout``, growing past ``cfg.memory_limit_mb`` is ``oom``.
-Each failure record says the stage and last op the worker published (``progress``) and the
+Each failure record says the stage and last op the worker published (``breadcrumbs``) and the
 Python frame faulthandler printed. The worker is recycled after a failure, after a leak,
 when it grows past ``RECYCLE_RSS_MB``, and every ``cfg.worker_max_models`` models.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.executors.base import CheckFn, failure_record
 from sweeper.executors.child import MIB, Child, fault_frame, log_tail, signal_name
 from sweeper.records import (
@@ -97,16 +97,16 @@ class WorkerSlot:
         now = time.monotonic()
         self.job = Job(ref, submitted=now, started=now if self.ready else None)
 
-    def current(self) -> progress.Progress | None:
+    def current(self) -> breadcrumbs.Breadcrumb | None:
         """What the worker is doing now (model, stage, since when), or None when idle."""
         job = self.job
         if job is None:
             return None
-        found = progress.read(self.progress_path)
+        found = breadcrumbs.read(self.progress_path)
         if found.key == job.ref.key:
             return found
         since = time.time() - (time.monotonic() - job.submitted)
-        return progress.Progress(key=job.ref.key, stage=None if self.ready else "starting worker", started=since)
+        return breadcrumbs.Breadcrumb(key=job.ref.key, stage=None if self.ready else "starting worker", started=since)
 
     def waitables(self) -> list[Any]:
         """What ``multiprocessing.connection.wait`` should watch for this slot."""
@@ -210,9 +210,9 @@ class WorkerSlot:
     def _failure(self, status: Status, kind: ReasonKind, how: str, *, kill: bool = False) -> ModelRecord:
         assert self.job is not None
         job, self.job = self.job, None
-        found = progress.read(self.progress_path)
+        found = breadcrumbs.read(self.progress_path)
         if found.key != job.ref.key:  # died before publishing this model
-            found = progress.Progress()
+            found = breadcrumbs.Breadcrumb()
         if kill:
             self.kill()
         else:

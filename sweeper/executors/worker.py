@@ -26,7 +26,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.executors.base import CheckFn, failure_record
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
 
@@ -151,16 +151,16 @@ def _die_with_parent() -> None:
 
 def run_one(check: CheckFn, ref: ModelRef, cfg: Any) -> ModelRecord:
     """``check(ref, cfg)``; an exception from check (it should never raise) becomes one record."""
-    progress.begin(ref.key)
+    breadcrumbs.begin(ref.key)
     try:
         return check(ref, cfg)
     except BaseException as exc:  # noqa: BLE001 - one model's failure must not end the worker
-        where = progress.current().describe()
+        where = breadcrumbs.current().describe()
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         kind = ReasonKind.OOM if isinstance(exc, MemoryError) else ReasonKind.HARNESS
         return failure_record(
             ref, cfg, status=Status.ERROR, kind=kind, message=f"check raised {where}: {tb}",
-            stage=progress.current().stage, sweep_id=str(cfg.extra.get("sweep_id", "")), infrastructure=True,
+            stage=breadcrumbs.current().stage, sweep_id=str(cfg.extra.get("sweep_id", "")), infrastructure=True,
         )
 
 
@@ -175,7 +175,7 @@ def main(fd: int) -> None:
     _die_with_parent()
     fault_file = open(fault_path, "w")  # noqa: SIM115 - must stay open for the process's life
     faulthandler.enable(file=fault_file, all_threads=False)
-    progress.attach(progress_path)
+    breadcrumbs.attach(progress_path)
     check: CheckFn = pickle.loads(check_blob)
     _setup_device(cfg)
     _warm_up()

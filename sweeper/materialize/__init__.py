@@ -1,24 +1,16 @@
-"""Turn a ``ModelRef`` into a model and its inputs (tiny, random or pretrained weights)."""
+"""Turn a ``ModelRef`` into a model and its inputs (tiny, random or pretrained weights).
+
+The package's own modules import ``Built`` from ``built`` (never from here), so this entry
+point can reach ``build`` without an import cycle.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from sweeper.materialize.built import Built
 
-@dataclass
-class Built:
-    """A model ready to run on the CPU, with the keyword inputs its forward takes."""
-
-    model: Any  # torch.nn.Module
-    inputs: dict[str, Any]  # CPU tensors (and plain values) for model(**inputs)
-    architecture: str  # the class built, e.g. "BertForMaskedLM"
-    model_type: str | None
-    num_parameters: int
-    config: Any = None  # the transformers config used
-    # Whether ``inputs`` carry labels, so the output has the model's own loss.
-    has_labels: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)
+__all__ = ["Built", "materialize"]
 
 
 def materialize(ref: Any, cfg: Any) -> Built:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sweeper.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
-from sweeper.materialize import Built
+from sweeper.materialize.built import Built
 from sweeper.materialize.configs import LEVELS, config_to_dict, shrink_config_dict
 from sweeper.materialize.fitting import fit_widths
 from sweeper.materialize.heads import kind_of_class
@@ -210,7 +210,12 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
                 return model, fitted, has_labels
     notes["probe"] = "no candidate ran; kept the tiniest"
     assert first is not None
-    control = _forward_control(config, cls, cfg, kind, first)
+    control = _forward_control(config, cls, cfg, kind, first, dtype=cfg.dtype)
+    if control and cfg.dtype != "float32" and _forward_control(config, cls, cfg, kind, first, dtype="float32") is None:
+        # The model's own code fails in this dtype only (a float32 parameter it creates
+        # beside bfloat16 weights): the model's, as a user loading it in that dtype meets it.
+        notes["upstream_control"] = f"{control} (in {cfg.dtype} only)"
+        return first
     if control and "input_ids" in first[1] and set(first[1]) <= TOKEN_ONLY_INPUTS:
         # Token ids in range and all-ones masks fit any config: a failure the unshrunk
         # default repeats at the same place is the default config's, not ours.
@@ -220,7 +225,8 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
     return first
 
 
-def _forward_control(config: Any, cls: type, cfg: Any, kind: str | None, tiny: tuple[Any, dict, bool]) -> str | None:
+def _forward_control(config: Any, cls: type, cfg: Any, kind: str | None, tiny: tuple[Any, dict, bool], *,
+                     dtype: str) -> str | None:
     """Run the unmodified config's forward on ``meta`` (no memory, no compute). When it
     fails at the same place as the tiny model, the failure is no shrink artefact (it is
     upstream's, or the inputs'): the note says so for whoever reads the record."""
@@ -230,8 +236,10 @@ def _forward_control(config: Any, cls: type, cfg: Any, kind: str | None, tiny: t
     if tiny_site is None:
         return None
     try:
+        # In ``dtype``: a model whose own code mixes dtypes in bfloat16 (float32 biases
+        # beside bfloat16 weights) fails upstream in bfloat16 only.
         with torch.device("meta"):
-            model = cls._from_config(config)
+            model = cls._from_config(config, dtype=getattr(torch, dtype))
         model.eval()
         inputs, _ = _inputs(model, kind, cfg, variant=0)
         inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}

@@ -56,7 +56,7 @@ def fetch_config(ref: ModelRef, cfg: SweepConfig) -> dict[str, Any] | None:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import RemoteEntryNotFoundError
 
-    from sweeper.sources.hub import endpoint
+    from sweeper.hub_access import endpoint
 
     install(cfg)
     try:
@@ -120,7 +120,7 @@ def _repo_info(ref: ModelRef) -> Any:
     """
     from huggingface_hub import HfApi
 
-    from sweeper.sources.hub import endpoint, hub_offline
+    from sweeper.hub_access import endpoint, hub_offline
 
     if hub_offline():
         return None
@@ -142,14 +142,14 @@ def _hub_errors(ref: ModelRef) -> Iterator[None]:
     except Exception as exc:
         hub_error = _hub_cause(exc)
         if hub_error is not None and type(hub_error).__name__ in _UNREACHABLE:
-            from sweeper.sources.hub import one_line
+            from sweeper.hub_access import one_line
 
             raise HubUnreachableError(f"{ref.model_id}: {one_line(hub_error)}") from hub_error
         if hub_error is not None:
             # transformers wraps hub errors in OSError; classify wants the original type.
             raise hub_error from hub_error.__cause__
         if _is_connection_error(exc):
-            from sweeper.sources.hub import one_line
+            from sweeper.hub_access import one_line
 
             raise HubUnreachableError(f"{ref.model_id}: {one_line(exc)}") from exc
         raise

@@ -59,7 +59,7 @@ def download_bytes(ref: ModelRef, info: Any, revision: str | None) -> int | None
         return None
     from huggingface_hub import hf_hub_download
 
-    from sweeper.sources.hub import endpoint
+    from sweeper.hub_access import endpoint
 
     index = json.loads(Path(hf_hub_download(ref.model_id, INDEX_FILE, revision=revision, endpoint=endpoint())).read_text())
     total = (index.get("metadata") or {}).get("total_size")
@@ -75,7 +75,7 @@ def param_count(ref: ModelRef, info: Any, revision: str | None) -> int | None:
         return None
     from huggingface_hub import HfApi
 
-    from sweeper.sources.hub import endpoint
+    from sweeper.hub_access import endpoint
 
     metadata = HfApi(endpoint=endpoint()).get_safetensors_metadata(ref.model_id, revision=revision)
     return sum(sum(f.parameter_count.values()) for f in metadata.files_metadata.values())

@@ -1,4 +1,5 @@
-"""What the CLI calls: ``sweep report``, ``sweep diff``, ``sweep publish``."""
+"""What the CLI calls: ``sweep report`` and ``sweep diff`` (``sweep publish``, which
+builds on ``write_report``, is ``sweeper.report.publish.publish``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def write_report(out_dir: Path, *, charts: bool = True) -> Path:
 def _write_report(out_dir: Path, *, charts: bool) -> Path:
     import tempfile
 
-    from sweeper.report import markdown
+    from sweeper.report import document
     from sweeper.report.export import write_parquet
     from sweeper.report.page import write_page
     from sweeper.staged import Staged
@@ -36,7 +37,7 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
 
             written = write_charts(a, staged.folder_path(names.CHARTS))
         staged.remove(names.MODELS)
-        staged.text(names.REPORT, markdown.render(a, charts=written))
+        staged.text(names.REPORT, document.render(a, charts=written))
         with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
             staged.copy(write_page(a, Path(page_dir), charts=written), names.PAGE)
         text = json.dumps(summary(a), indent=2, sort_keys=True, ensure_ascii=False, default=str)
@@ -55,14 +56,3 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     text = render_diff(result, old_name=str(old), new_name=str(new))
     SweepFolder(new).diff.write_text(text, encoding="utf-8")
     return text, 1 if fail_on_regression and result.regressed_any else 0
-
-
-def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
-    """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
-    ``compare``: another sweep's folder; the page then marks what each model fixed or
-    regressed against it. Returns where it went."""
-    from sweeper.report.publish import publish_folder, publish_hub
-
-    if to.startswith("hf://"):
-        return publish_hub(Path(out_dir), to, compare=compare)
-    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)

@@ -14,7 +14,7 @@ import pandas as pd
 from sweeper.report import aggregate
 from sweeper.report.escape import code, md, model_link, num, pct, table
 from sweeper.report.load import SweepData
-from sweeper.report.sections import long_table, reason_cell
+from sweeper.report.tables import long_table, reason_cell
 
 BAD = ("fail", "blocked")
 COLS = ["key", "model_id", "rank", "downloads", "status", "category", "reason_kind", "reason_op", "reason_message"]

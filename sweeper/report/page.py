@@ -55,7 +55,7 @@ def write_page(
     a: Analysis, folder: Path, *, charts: list[str], compare: Any = None, compare_name: str = ""
 ) -> Path:
     """Write ``folder/index.html`` for one analysed sweep; return its path."""
-    from sweeper.report.markdown import links_to_hub
+    from sweeper.report.document import links_to_hub
 
     hub = hub_url() if links_to_hub(a) else None
     data = page_data(a, charts=charts, hub=hub, compare=compare, compare_name=compare_name)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.records import Origin
-from sweeper.report import markdown
+from sweeper.report import document
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import one_line
 from sweeper.report.load import CATEGORIES, SweepData
@@ -69,9 +69,9 @@ def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any =
     out = {
         "title": f"Model sweep on {device_name(data.meta, data.models)}",
         "header": header_rows(a),
-        "notes": [n.replace("`", "") for n in markdown.notes(a)],
+        "notes": [n.replace("`", "") for n in document.notes(a)],
         "headline": headline(a),
-        "charts": [[c, markdown.CHART_TITLES.get(c, c)] for c in charts],
+        "charts": [[c, document.CHART_TITLES.get(c, c)] for c in charts],
         "stages": list(data.stages),
         "roadmap": roadmap_rows(a),
         "hub": hub,

@@ -36,6 +36,15 @@ COLUMNS_NOTE = (
 )
 
 
+def publish(out_dir: Path, to: str, *, compare: Path | None = None, force: bool = False) -> str:
+    """Publish a sweep: a self-contained folder, or ``hf://datasets/ORG/NAME`` on the Hub.
+    ``compare``: another sweep's folder; the page then marks what each model fixed or
+    regressed against it. Returns where it went."""
+    if to.startswith("hf://"):
+        return publish_hub(Path(out_dir), to, compare=compare)
+    return publish_folder(Path(out_dir), Path(to), compare=compare, force=force)
+
+
 def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None, force: bool = False) -> str:
     """Rebuild the report from the records and copy it, with a dataset card, to ``dest``;
     with ``compare`` (another sweep's folder) the page marks fixed / regressed models.
@@ -86,8 +95,8 @@ def compared_page(out_dir: Path, old: Any, dest: Path, *, label: str) -> Path:
     (another sweep's ``SweepData``, named ``label`` on the page)."""
     from sweeper.report.analysis import analyse
     from sweeper.report.diff import compare
+    from sweeper.report.document import CHART_TITLES
     from sweeper.report.load import read_sweep
-    from sweeper.report.markdown import CHART_TITLES
     from sweeper.report.page import write_page
 
     new = read_sweep(out_dir)

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sweeper.errors import UsageError
+from sweeper.hub_access import probe, shown_endpoint
 from sweeper.hub_http import install
 from sweeper.records import ModelRef
 from sweeper.sources.base import Source, register_source
 from sweeper.sources.catalog import CatalogSource
-from sweeper.sources.hub import HubListingError, HubSource, probe, shown_endpoint
+from sweeper.sources.hub import HubListingError, HubSource
 from sweeper.sources.snapshots import newest_snapshot
 
 if TYPE_CHECKING:

@@ -6,23 +6,21 @@ each page arrives and journaled with the listing's cursor, so an interrupted lis
 continues on rerun (``sweeper.sources.hub_listing``). A complete listing is saved as a
 snapshot (``sweeper.sources.snapshots``) for later offline runs. ``HF_TOKEN`` is sent
 to the endpoint by the client as usual, but it is never put into refs, snapshots,
-``describe()`` or error messages: ``redact`` scrubs it from any text that leaves here.
+``describe()`` or error messages (the rules are ``sweeper.hub_access``'s).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import itertools
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from sweeper.errors import UsageError
+from sweeper.hub_access import endpoint, hub_offline, one_line, probe, shown_endpoint
 from sweeper.hub_http import install
 from sweeper.records import ModelRef
 from sweeper.sources.base import register_source
@@ -41,66 +39,6 @@ _EXPAND = ["downloads", "pipeline_tag", "library_name", "tags", "sha", "config"]
 
 class HubListingError(UsageError):
     """The Hub did not answer the listing (``auto`` catches it and falls back)."""
-
-
-def endpoint() -> str:
-    """The Hub URL in use: ``HF_ENDPOINT`` now, else the client's configured default."""
-    from huggingface_hub import constants
-
-    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
-
-
-def shown_endpoint() -> str:
-    """``endpoint()`` without any user:password part, for printing and records."""
-    parts = urlsplit(endpoint())
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) asks for no network."""
-    from huggingface_hub import constants
-
-    env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    return env.strip().upper() in {"1", "ON", "YES", "TRUE"} or constants.is_offline_mode()
-
-
-def redact(text: str) -> str:
-    """``text`` with any Hub token in use replaced by ``***``."""
-    secrets = {os.environ.get(name, "") for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
-    # A broken token file must not hide the message being redacted.
-    with contextlib.suppress(Exception):
-        from huggingface_hub import get_token
-
-        secrets.add(get_token() or "")
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one redacted line: ``Type: first words``."""
-    words = " ".join(str(exc).split())
-    return redact(f"{type(exc).__name__}: {words}" if words else type(exc).__name__)
-
-
-def probe(timeout: float) -> str | None:
-    """Ask the Hub for one model; ``None`` when it answered in time, else why not."""
-    if hub_offline():
-        return "HF_HUB_OFFLINE is set"
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-    url = f"{endpoint()}/api/models"
-    try:
-        response = get_session().get(url, params={"limit": 1}, headers=build_hf_headers(), timeout=timeout)
-        hf_raise_for_status(response)
-        if not isinstance(response.json(), list):
-            return f"{shown_endpoint()} answered, but not with a model listing"
-    except Exception as exc:  # noqa: BLE001 - timeouts, refused connections, HTTP errors, bad JSON
-        return f"{shown_endpoint()}: {one_line(exc)}"
-    return None
 
 
 def listing_limit(cfg: SweepConfig) -> int:

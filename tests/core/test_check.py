@@ -20,3 +20,18 @@ def test_backward_alone_runs_the_whole_chain_before_it():
     record = check_model(zoo_ref("bert", 1), SweepConfig(device="cpu", stages=("backward",)))
     assert list(record.stages) == ["load", "to_device", "forward", "backward"]
     assert record.stages["backward"].status is Status.PASS
+
+
+def test_each_stage_is_told_as_it_starts_and_a_sweep_leaves_it_as_a_breadcrumb():
+    # A worker that dies mid-stage can only name the stage if it was told before the stage ran.
+    cfg = SweepConfig(device="cpu", stages=("load", "forward"))
+    heard: list[str] = []
+    check_model(zoo_ref("bert", 1), cfg, on_stage=heard.append)
+    assert heard == ["load", "to_device", "forward"]
+
+    from sweeper import runner
+    from sweeper.executors import breadcrumbs
+
+    breadcrumbs.begin("bert")
+    runner._check_model()(zoo_ref("bert", 1), cfg)
+    assert breadcrumbs.current().stage == "forward"

@@ -81,7 +81,7 @@ def test_floating_inputs_follow_the_model_dtype_and_integers_stay():
 
 def test_sweep_one_prints_forward_and_backward_figures_and_nondeterminism():
     from sweeper.records import ModelRecord, Status
-    from sweeper.report_one import describe_record
+    from sweeper.report.one_model import describe_record
 
     record = ModelRecord(sweep_id="s", model_id="org/m", key="org/m", device="trnsim", status=Status.PASS,
                          max_abs_diff=0.5, numerics={

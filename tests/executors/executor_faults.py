@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from sweeper.executors import progress
+from sweeper.executors import breadcrumbs
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status, base_record
 
 _HOLD: list[bytes] = []
@@ -109,8 +109,8 @@ def fault_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     if name == "killparent":
         _kill_parent(ref, cfg)
     elif ref.model_id.startswith("fault/") and name in FAULTS:
-        progress.mark(stage="forward")
-        progress.mark(op=f"aten::{name}")
+        breadcrumbs.mark(stage="forward")
+        breadcrumbs.mark(op=f"aten::{name}")
         FAULTS[name]()
     record = ok_check(ref, cfg)
     torch = sys.modules.get("torch")
@@ -180,6 +180,6 @@ def check_fault_records(got: dict[str, ModelRecord]) -> None:
 
 def compiling_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     """A model that sits in its compile stage for a while (progress-bar tests)."""
-    progress.mark(stage="compile")
+    breadcrumbs.mark(stage="compile")
     time.sleep(float(cfg.extra.get("compile_s", 3.0)))
     return ok_check(ref, cfg)

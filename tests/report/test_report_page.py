@@ -12,8 +12,8 @@ from page_browser import BrowserMissing, page_ready, start_chromium
 from report_factory import reason, record, write_sweep
 from test_report_markdown import sweep_records
 
-from sweeper.report.commands import publish
 from sweeper.report.escape import hub_url
+from sweeper.report.publish import publish
 
 HOSTILE_ID = "<img src=x onerror=window.__pwned=1>"
 HOSTILE_MESSAGE = "</script><script>window.__pwned=2</script><b onmouseover=window.__pwned=3>x</b>"

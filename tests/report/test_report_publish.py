@@ -12,8 +12,7 @@ from report_factory import record, write_sweep
 from test_report_markdown import sweep_records
 
 from sweeper.errors import UsageError
-from sweeper.report.commands import publish
-from sweeper.report.publish import records_dataset
+from sweeper.report.publish import publish, records_dataset
 
 
 def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:

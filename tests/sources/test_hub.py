@@ -11,9 +11,10 @@ from hub_server import HubServer
 
 from sweeper.config import SweepConfig
 from sweeper.errors import UsageError
+from sweeper.hub_access import redact
 from sweeper.sources.base import get_source
 from sweeper.sources.catalog import CatalogSource
-from sweeper.sources.hub import HubListingError, HubSource, listing_limit, redact
+from sweeper.sources.hub import HubListingError, HubSource, listing_limit
 
 TOKEN = "hf_loopbackSecretToken123"
 

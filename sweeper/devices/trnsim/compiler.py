@@ -16,22 +16,36 @@ Which profile ops survive AOT decompositions, and why:
   tensors and the aten ops eager execution would dispatch are checked too. So the profile
   applies to what the model asks for, and Torch-MLIR judges what is left.
 * Before lowering, graphs are canonicalised (``canonical``): no asserts, device placement
-  or size queries, slice bounds clamped to the dimension. A legalization failure of an op
-  the profile calls native (e.g. ``erfinv``) is then the tool's, not the chip's: a
-  ``lowering_tool_error`` naming the op, with the full diagnostic and a one-node
-  reproducer under the repro folder (``state.set_repro_dir``; the sweep uses OUT/repros).
+  or size queries, slice bounds clamped to the dimension. A lowering failure is the chip's
+  (``compile_error``) only when it names an op the profile does not call native. One that
+  names a native op (e.g. ``erfinv``), or names no op at all (an importer exception, a
+  pass failing a verifier, ops that lower alone but not together), is the tool's: a
+  ``lowering_tool_error`` with the full diagnostic and a reproducer under the repro
+  folder (``state.set_repro_dir``; the sweep uses OUT/repros): the op alone, or the whole
+  graph keyed by its hash. A failure the harness causes (a constant without storage, a
+  package the tool needs missing) is ``harness``; a lowering that runs past its limits is
+  host-side ``timeout``/``oom``, never the device's.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from sweeper.devices.trnsim import aotlog, lowering, phases, state
 from sweeper.devices.trnsim.decomps import compiler_decompositions
-from sweeper.devices.trnsim.errors import DynamicShapeError, LoweringError, LoweringToolError, TrnsimError
+from sweeper.devices.trnsim.errors import (
+    DynamicShapeError,
+    LoweringError,
+    LoweringHarnessError,
+    LoweringLimitError,
+    LoweringToolError,
+    TrnsimError,
+)
 from sweeper.devices.trnsim.graphcheck import (
     check_graph,
     eager_ops,
@@ -39,6 +53,8 @@ from sweeper.devices.trnsim.graphcheck import (
     refuse_ops,
     symbolic_inputs,
 )
+from sweeper.devices.trnsim.graphkey import graph_key
+from sweeper.devices.trnsim.graphrepro import write_graph_reproducer
 from sweeper.devices.trnsim.profile import Profile
 from sweeper.devices.trnsim.reproducer import write_reproducer
 
@@ -84,38 +100,80 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
 
 
 def _lower(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
-    """Lower to StableHLO. A failure on an op the profile calls native is the lowering
-    tool's (``lowering_tool_error``, with a reproducer); on any other op, or when no op can
-    be blamed, a compile error as the chip's compiler would give."""
+    """Lower to StableHLO and, when that fails, refuse the graph with the error whose it
+    is (``_verdict``)."""
     if not lowering.available():
         state.note_compile_problem(f"{kind} graph not lowered: torch-mlir is not installed")
         return
-    result = lowering.lower(gm, name=kind)
-    if result.ok:
-        LOWERED.append((kind, result.stablehlo))
-        del LOWERED[:-_KEEP_LOWERED]  # a long sweep must not hold every model's modules
-        return
+    # AOT autograd calls its compilers under its FakeTensorMode. Torch-MLIR's importer reads
+    # the values of the graph's tensor constants (``torch.tensor(...)`` in model code, lifted
+    # as ``_tensor_constant<n>``); under that mode a real constant read on the CPU becomes a
+    # fake one without storage ("tolist() shouldn't be called on a tensor with unallocated
+    # storage"). The chip's compiler gets the graph outside any tracing mode.
+    with unset_fake_temporarily():
+        result = lowering.lower(gm, name=kind)
+        if result.ok:
+            LOWERED.append((kind, result.stablehlo))
+            del LOWERED[:-_KEEP_LOWERED]  # a long sweep must not hold every model's modules
+            return
+        error = _verdict(gm, kind, profile, result)
+    _refuse(error)  # collect-all mode: recorded, compilation goes on
+
+
+def _verdict(gm: torch.fx.GraphModule, kind: str, profile: Profile, result: lowering.LoweringResult) -> TrnsimError:
+    """Whose a lowering failure is. The chip's (``compile_error``) only when an op is named
+    that the profile does not call native; the tool's (``lowering_tool_error``, with a
+    reproducer) when it fails on a native op or on the graph without naming an op; the
+    harness's when the failure comes from how the graph was handed over or the host."""
     op = result.op
-    if op is None or not op.startswith("aten::") or profile.policy(op, "compile") != "native":
-        _refuse(LoweringError(f"{kind} graph: {op or 'an op'} failed to legalize to StableHLO: {result.summary}",
-                              op=op))
-        return  # collect-all mode: recorded, compilation goes on
-    repro = _reproducer(gm, op, kind)
+    ours = _harness_cause(result.message)
+    if ours:
+        return LoweringHarnessError(f"{kind} graph not lowered, not the chip's nor the tool's fault: {ours}: "
+                                    f"{result.summary}\nfull diagnostic:\n{result.message}", op=op)
+    if op is None and result.message.startswith(_ABORTED):
+        return LoweringLimitError(f"{kind} graph: host-side lowering ran past its limits "
+                                  f"({lowering.TIMEOUT_S:.0f} s, {lowering.MEMORY_BYTES >> 20} MiB extra): "
+                                  f"{result.summary}", timed_out="did not finish" in result.summary)
+    if op is not None and (not op.startswith("aten::") or profile.policy(op, "compile") != "native"):
+        return LoweringError(f"{kind} graph: {op} failed to legalize to StableHLO: {result.summary}", op=op)
+    repro = _reproducer(gm, op, kind, result.summary)
     where = f"\nreproducer: {repro}" if repro else ""
-    _refuse(LoweringToolError(f"{kind} graph: Torch-MLIR failed to lower {op}, which the profile marks native "
-                              f"(a lowering-tool finding, not a chip gap): {result.summary}{where}\n"
-                              f"full diagnostic:\n{result.message}", op=op, repro=repro))
+    what = (f"Torch-MLIR failed to lower {op}, which the profile marks native" if op else
+            "Torch-MLIR failed on the graph without naming an op, and no op of it fails alone")
+    return LoweringToolError(f"{kind} graph: {what} (a lowering-tool finding, not a chip gap): {result.summary}{where}\n"
+                             f"full diagnostic:\n{result.message}", op=op, repro=repro)
 
 
-def _reproducer(gm: torch.fx.GraphModule, op: str, kind: str) -> str | None:
-    """Write the standalone reproducer of ``op`` under the repro folder, if one is set."""
+# How ``lowering`` reports a lowering stopped at its time or memory limit.
+_ABORTED = "lowering aborted: "
+# Lowering failures the harness causes (how the graph is handed to Torch-MLIR, what the
+# host has installed), by a phrase of the tool's message: what each means.
+_HARNESS_CAUSES = {
+    "tensor with unallocated storage": "a tensor without storage (fake or meta) was handed to the importer as a constant",
+    "Please convert all Tensors to FakeTensors": "the importer ran inside a fake tensor mode",
+    "requires the ml_dtypes package": "Torch-MLIR needs the ml_dtypes package for bfloat16 constants (pip install ml-dtypes)",
+}
+
+
+def _harness_cause(message: str) -> str | None:
+    """What the harness did wrong, when the tool's message shows it."""
+    return next((why for phrase, why in _HARNESS_CAUSES.items() if phrase in message), None)
+
+
+def _reproducer(gm: torch.fx.GraphModule, op: str | None, kind: str, summary: str) -> str | None:
+    """Write a standalone reproducer under the repro folder, if one is set: the op alone
+    when that fails too, else the whole graph (keyed by its hash)."""
     folder = state.STATE.repro_dir
     if not folder:
         return None
     try:
-        path = write_reproducer(lowering.prepare(gm), op, folder, where=f"{kind} graph")
+        prepared = lowering.prepare(gm)
+        path = write_reproducer(prepared, op, folder, where=f"{kind} graph") if op else None
+        if path is None:
+            key = graph_key(prepared, kind) or hashlib.sha256(summary.encode()).hexdigest()
+            path = write_graph_reproducer(prepared, key, folder, where=f"{kind} graph", summary=summary)
     except Exception as exc:  # noqa: BLE001 - a reproducer is a bonus; the verdict stands without it
-        state.note_compile_problem(f"reproducer for {op} not written: {type(exc).__name__}: {exc}"[:300])
+        state.note_compile_problem(f"reproducer for {op or kind + ' graph'} not written: {type(exc).__name__}: {exc}"[:300])
         return None
     return str(path) if path else None
 

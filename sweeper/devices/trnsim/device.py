@@ -92,8 +92,12 @@ class TrnsimDevice(Device):
         self.setup()
         from sweeper.devices.trnsim import state
 
+        seen = Recording()
         with state.recording() as rec, state.collect_all(self.collect_all):
-            yield rec
+            try:
+                yield seen
+            finally:  # a stage that raised still reports what ran before it failed
+                _copy(rec, seen)
 
     def synchronize(self) -> None:
         """Execution is synchronous."""
@@ -125,3 +129,12 @@ class TrnsimDevice(Device):
         torch._dynamo.reset()
         compiler.reset_lowered()
         gc.collect()
+
+
+def _copy(rec: Any, seen: Recording) -> None:
+    """The simulator's ``OpRecording`` into the sweep's ``Recording`` (same fields)."""
+    seen.ops.update(rec.ops)
+    seen.fallback_ops.update(rec.fallback_ops)
+    seen.errors.extend(rec.errors)
+    seen.blockers.extend(rec.blockers)
+    seen.compile_problems.extend(rec.compile_problems)

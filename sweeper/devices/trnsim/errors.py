@@ -67,6 +67,27 @@ class LoweringToolError(LoweringError):
         self.repro = repro
 
 
+class LoweringHarnessError(TrnsimError):
+    """A lowering failure the harness caused: how the graph was handed to the tool (a
+    constant without storage) or what the host lacks (a package the tool needs). Our bug,
+    neither the chip's nor the tool's."""
+
+    reason_kind = ReasonKind.HARNESS
+
+
+class LoweringLimitError(TrnsimError):
+    """The lowering of a graph, host-side work, ran past its time or memory limit. Kind
+    ``timeout`` or ``oom`` at the compile stage, which the sweep never counts as the
+    device's (``origins.on_host``)."""
+
+    reason_kind = ReasonKind.OOM
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        if timed_out:
+            self.reason_kind = ReasonKind.TIMEOUT
+
+
 class ProfileError(UsageError, ValueError):
     """A capability profile that cannot be loaded (bad TOML, unknown op, bad policy).
 

@@ -223,19 +223,44 @@ def failing_op(text: str) -> str | None:
 
 
 def blame(gm: torch.fx.GraphModule) -> str | None:
-    """Lower each distinct op alone (in one child process); the first that fails is the op
-    to blame. ``None`` when every op lowers alone (the failure is in their combination)."""
-    probes: dict[str, torch.fx.GraphModule] = {}
+    """Lower ops alone (in one child process); the first that fails is the op to blame.
+    First one node per op; when all of those lower, one node per variant of an op (its
+    non-tensor arguments and the ranks and dtypes of its tensors: a transposed or grouped
+    convolution is not the plain one). ``None`` when every variant lowers alone (the
+    failure is in their combination)."""
+    firsts: dict[str, tuple[str, torch.fx.Node]] = {}
+    variants: dict[str, tuple[str, torch.fx.Node]] = {}
     for node in gm.graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
                 not is_non_op(node.target):
             name = op_name(node.target)
-            single = None if name in probes else _single_node(node)
-            if single is not None:
-                probes[name] = prepare(single)
-    keys = {name: f"{graph_key(probe, 'probe')}:{_limits()}" for name, probe in probes.items()}
-    known = {name: _PROBES.get(key) for name, key in keys.items()}
-    for name, verdict in known.items():  # probes judged before in this process answer first
+            firsts.setdefault(name, (name, node))
+            variants.setdefault(f"{name}{variant(node)}", (name, node))
+    first_nodes = {id(node) for _, node in firsts.values()}
+    return _blame_among(list(firsts.values())) or \
+        _blame_among([(name, node) for name, node in variants.values() if id(node) not in first_nodes])
+
+
+def variant(node: torch.fx.Node) -> str:
+    """What sets one call of an op apart from another, short of tensor shapes."""
+    def spell(value: Any) -> Any:
+        val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+        return f"T{val.dim()}{val.dtype}" if isinstance(val, torch.Tensor) else \
+            ("N" if isinstance(value, torch.fx.Node) else value)
+
+    return repr(torch.fx.node.map_aggregate((node.args, node.kwargs), spell))
+
+
+def _blame_among(candidates: list[tuple[str, torch.fx.Node]]) -> str | None:
+    """Lower each candidate node alone, in graph order; the op of the first that fails."""
+    probes: list[tuple[str, torch.fx.GraphModule]] = []
+    for name, node in candidates:
+        single = _single_node(node)
+        if single is not None:
+            probes.append((name, prepare(single)))
+    keys = [f"{graph_key(probe, 'probe')}:{_limits()}" for _, probe in probes]
+    known = [_PROBES.get(key) for key in keys]
+    for (name, _), verdict in zip(probes, known):  # probes judged before in this process answer first
         if verdict is None:
             break
         if verdict is False:
@@ -243,14 +268,14 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
     else:
         return None
 
-    def judge() -> tuple[str | None, list[str]]:
+    def judge() -> tuple[int | None, list[int]]:
         # In graph order, as without reuse: the first probe that fails is the one to blame.
         passed = []
-        for name, probe in probes.items():
-            if known[name] is None and _import(probe, "probe")[0] is not None:
-                passed.append(name)
-            elif not known[name]:
-                return name, passed
+        for i, (_, probe) in enumerate(probes):
+            if known[i] is None and _import(probe, "probe")[0] is not None:
+                passed.append(i)
+            elif not known[i]:
+                return i, passed
         return None, passed
 
     try:
@@ -258,11 +283,12 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
                                          extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
     except Overrun:
         return None
-    for name in passed:
-        _PROBES.put(keys[name], True)
-    if failed is not None:
-        _PROBES.put(keys[failed], False)
-    return failed
+    for i in passed:
+        _PROBES.put(keys[i], True)
+    if failed is None:
+        return None
+    _PROBES.put(keys[failed], False)
+    return probes[failed][0]
 
 
 def op_name(op: torch._ops.OpOverload) -> str:

@@ -10,6 +10,7 @@ pipeline), when Torch-MLIR can import it at all.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
-from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name
+from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, variant
 
 _TEMPLATE = '''"""Torch-MLIR fails to lower {op} to StableHLO.
 
@@ -154,25 +155,44 @@ def _check(source: str) -> tuple[bool, str]:
 
 
 def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *, where: str) -> Path | None:
-    """Write ``<directory>/<op>.py`` (and ``.mlir``) for the first ``op`` node of ``gm``;
-    the script's path, or None when no node of ``op`` can be written down or the op alone
-    lowers (the failure needs its context, which a one-node script cannot show)."""
-    node = next((n for n in gm.graph.nodes if n.op == "call_function" and
-                 isinstance(n.target, torch._ops.OpOverload) and op_name(n.target) == op), None)
+    """Write ``<directory>/<op>.py`` (and ``.mlir``) for the first node of ``op`` in ``gm``
+    that fails alone (one node per variant of the op is tried: a transposed convolution may
+    fail where the plain one lowers); the script's path, or None when no node of ``op`` can
+    be written down or every variant lowers alone (the failure needs its context, which a
+    one-node script cannot show)."""
     stem = op.split("::", 1)[1] if op.startswith("aten::") else op.replace("::", ".")
-    source = script_for(node, where=where, filename=f"{stem}.py") if node is not None else None
-    if source is None:
-        return None
-    try:
-        fails, mlir = run_isolated(lambda: _check(source), timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
-    except Overrun:
-        fails, mlir = True, ""  # the tool ran away on the op alone: that reproduces too
-    if not fails:
-        return None
-    folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{stem}.py"
-    path.write_text(source)
-    if mlir:
-        (folder / f"{stem}.mlir").write_text(mlir)
-    return path
+    for node in _variants(gm, op)[:MAX_VARIANTS]:
+        source = script_for(node, where=where, filename=f"{stem}.py")
+        if source is None:
+            continue
+        try:
+            fails, mlir = run_isolated(lambda src=source: _check(src), timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+        except Overrun:
+            fails, mlir = True, ""  # the tool ran away on the op alone: that reproduces too
+        if not fails:
+            continue
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stem}.py"
+        if path.exists() and path.read_text() != source:  # another variant of the op, met before
+            path = folder / f"{stem}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
+            source = source.replace(f"Run: python {stem}.py", f"Run: python {path.name}")
+        path.write_text(source)
+        if mlir:
+            path.with_suffix(".mlir").write_text(mlir)
+        return path
+    return None
+
+
+# Variants of an op tried for a one-node reproducer, at most.
+MAX_VARIANTS = 8
+
+
+def _variants(gm: torch.fx.GraphModule, op: str) -> list[torch.fx.Node]:
+    """The first node of each variant of ``op`` in ``gm`` (``lowering.variant``), in graph order."""
+    seen: dict[str, torch.fx.Node] = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+                op_name(node.target) == op:
+            seen.setdefault(variant(node), node)
+    return list(seen.values())

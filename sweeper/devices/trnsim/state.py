@@ -9,16 +9,30 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from sweeper.devices.base import Recording
 from sweeper.devices.trnsim.errors import TrnsimError, UnsupportedOpError
 from sweeper.devices.trnsim.profile import Profile, load_profile
 from sweeper.records import Reason
 
-# What ran on trnsim inside a ``recording()`` block: the sweep's own Recording type, so the
-# device hands it over as is (ops, fallback_ops, errors, blockers, compile_problems).
-OpRecording = Recording
+
+@dataclass
+class OpRecording:
+    """What ran on trnsim inside a ``recording()`` block.
+
+    The simulator's own type (it knows nothing of the sweep's devices): ``TrnsimDevice``
+    copies it into the sweep's ``Recording`` when the block ends.
+    """
+
+    ops: Counter = field(default_factory=Counter)
+    fallback_ops: Counter = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    # Refusals seen but not raised (collect-all mode): the device ran on regardless.
+    blockers: list[Reason] = field(default_factory=list)
+    # Compiler findings that did not stop compilation (lowering failures, refusals).
+    compile_problems: list[str] = field(default_factory=list)
 
 
 class _State:

@@ -22,7 +22,7 @@ from sweeper.records import ModelRecord, Status
 REDRAW_S = 1.0
 HEARTBEAT_S = 30.0
 QUIET_STATUSES = frozenset({Status.PASS, Status.SKIP})
-Running = Callable[[], list[Any]]  # -> executors.progress.Progress items (key, stage, started)
+Running = Callable[[], list[Any]]  # -> executors.breadcrumbs.Breadcrumb items (key, stage, started)
 
 
 def _duration(seconds: float) -> str:
@@ -53,7 +53,7 @@ def describe_running(items: list[Any], *, now: float | None = None, limit: int =
     return ", ".join(parts) + more
 
 
-class Progress:
+class TerminalBar:
     """Counts outcomes and shows them; ``update`` is called once per finished model."""
 
     def __init__(self, total: int, *, already_done: int = 0, stream: TextIO | None = None, quiet: bool = False) -> None:

@@ -22,7 +22,7 @@ _SEP = "\x1f"
 
 
 @dataclass(frozen=True)
-class Progress:
+class Breadcrumb:
     """The last state a worker published."""
 
     key: str | None = None
@@ -80,9 +80,9 @@ def mark(stage: str | None = None, op: str | None = None) -> None:
         _write()
 
 
-def current() -> Progress:
+def current() -> Breadcrumb:
     """What this process last marked (no file read)."""
-    return Progress(key=_STATE.key, stage=_STATE.stage, op=_STATE.op, started=_STATE.started)
+    return Breadcrumb(key=_STATE.key, stage=_STATE.stage, op=_STATE.op, started=_STATE.started)
 
 
 def _write() -> None:
@@ -98,22 +98,22 @@ def _write() -> None:
     mm[0:4] = len(body).to_bytes(4, "little")
 
 
-def read(path: str | os.PathLike[str]) -> Progress:
-    """The last progress written to ``path``; an empty ``Progress`` when none can be read."""
+def read(path: str | os.PathLike[str]) -> Breadcrumb:
+    """The last progress written to ``path``; an empty ``Breadcrumb`` when none can be read."""
     try:
         raw = Path(path).read_bytes()
     except OSError:
-        return Progress()
+        return Breadcrumb()
     if len(raw) < 8:
-        return Progress()
+        return Breadcrumb()
     length = int.from_bytes(raw[0:4], "little")
     if not 0 < length <= SIZE - 8:
-        return Progress()
+        return Breadcrumb()
     parts = raw[8 : 8 + length].decode("utf-8", "replace").split(_SEP)
     if len(parts) != 5:
-        return Progress()
+        return Breadcrumb()
     key, stage, op, started, updated = parts
-    return Progress(
+    return Breadcrumb(
         key=key or None,
         stage=stage or None,
         op=op or None,

@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-from sweeper import progress as progress_module
-from sweeper.executors.progress import Progress as WorkerProgress
-from sweeper.progress import Progress
+from sweeper import terminal_bar as progress_module
+from sweeper.executors.breadcrumbs import Breadcrumb
 from sweeper.records import ModelRef, Reason, ReasonKind, Status, base_record
+from sweeper.terminal_bar import TerminalBar
 
 
 class _Tty(io.StringIO):
@@ -27,7 +27,7 @@ def _rec(name: str, status: Status, reason: Reason | None = None):
 
 def test_plain_lines_name_model_status_and_reason():
     out = io.StringIO()
-    progress = Progress(2, already_done=3, stream=out)
+    progress = TerminalBar(2, already_done=3, stream=out)
     progress.update(_rec("org/a", Status.PASS))
     progress.update(_rec("org/b", Status.FAIL, Reason(ReasonKind.UNSUPPORTED_OP, "x", op="aten::foo")))
     progress.close()
@@ -39,7 +39,7 @@ def test_plain_lines_name_model_status_and_reason():
 
 def test_terminal_gets_one_redrawn_bar_with_eta_and_model():
     out = _Tty()
-    progress = Progress(4, stream=out)
+    progress = TerminalBar(4, stream=out)
     progress.update(_rec("org/first", Status.PASS))
     progress.update(_rec("org/second", Status.SKIP))
     text = out.getvalue()
@@ -49,7 +49,7 @@ def test_terminal_gets_one_redrawn_bar_with_eta_and_model():
 
 def test_terminal_names_each_failing_model_and_its_reason_as_it_happens():
     out = _Tty()
-    progress = Progress(3, stream=out)
+    progress = TerminalBar(3, stream=out)
     progress.update(_rec("org/ok", Status.PASS))
     progress.update(_rec("org/bad", Status.FAIL, Reason(ReasonKind.UNSUPPORTED_OP, "no kernel for aten::foo\nmore", op="aten::foo")))
     lines = out.getvalue().split("\n")
@@ -68,8 +68,8 @@ class _Running:
 
 def test_the_bar_shows_running_models_with_stage_and_elapsed_time_between_records():
     out = _Tty()
-    progress = Progress(2, stream=out)
-    progress.watch(_Running(WorkerProgress(key="org/slow::LlamaForCausalLM", stage="compile", started=time.time() - 75)))
+    progress = TerminalBar(2, stream=out)
+    progress.watch(_Running(Breadcrumb(key="org/slow::LlamaForCausalLM", stage="compile", started=time.time() - 75)))
     deadline = time.monotonic() + 10
     while "org/slow (compile 1m1" not in out.getvalue() and time.monotonic() < deadline:
         time.sleep(0.05)  # redrawn every second by itself, with no record arriving
@@ -81,9 +81,9 @@ def test_off_a_terminal_a_heartbeat_names_what_runs(monkeypatch):
     monkeypatch.setattr(progress_module, "HEARTBEAT_S", 0.0)
     monkeypatch.setattr(progress_module, "REDRAW_S", 0.05)
     out = io.StringIO()
-    progress = Progress(5, stream=out)
+    progress = TerminalBar(5, stream=out)
     progress.say("starting Ray (local) ...")
-    progress.watch(_Running(WorkerProgress(key="org/a", stage=None, started=time.time())))
+    progress.watch(_Running(Breadcrumb(key="org/a", stage=None, started=time.time())))
     deadline = time.monotonic() + 10
     while "running" not in out.getvalue() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -95,7 +95,7 @@ def test_off_a_terminal_a_heartbeat_names_what_runs(monkeypatch):
 
 def test_reused_records_say_whose_check_they_share():
     out = io.StringIO()
-    progress = Progress(1, stream=out)
+    progress = TerminalBar(1, stream=out)
     rec = _rec("org/b", Status.PASS)
     rec.reused_from = "org/a"
     progress.update(rec)
@@ -104,7 +104,7 @@ def test_reused_records_say_whose_check_they_share():
 
 def test_quiet_prints_nothing():
     out = io.StringIO()
-    progress = Progress(1, stream=out, quiet=True)
+    progress = TerminalBar(1, stream=out, quiet=True)
     progress.update(_rec("org/a", Status.PASS))
     progress.close()
     assert out.getvalue() == ""

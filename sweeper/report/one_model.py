@@ -1,4 +1,4 @@
-"""Human-readable account of one record, for ``sweep one``."""
+"""The report of one model: its record as text, what ``sweep one`` prints."""
 
 from __future__ import annotations
 

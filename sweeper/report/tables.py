@@ -1,7 +1,9 @@
-"""Report sections that are tables: roadmap, reasons, fallbacks, breakdowns, models.
+"""The report's tables: roadmap, lowering plan, reasons, findings, fallbacks, numerics,
+breakdowns, failing models.
 
-Each function takes aggregated frames and returns Markdown; every outside string goes
-through ``escape`` on the way in.
+Each function takes aggregated frames and returns one section's Markdown body; every
+outside string goes through ``escape`` on the way in. ``report.document`` puts them in
+order under their headings; the diff and the page reuse the table helpers.
 """
 
 from __future__ import annotations

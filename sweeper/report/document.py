@@ -1,7 +1,9 @@
-"""report.md: header, summary, stages, roadmap, reasons, breakdowns, charts, models.
+"""report.md as a document: the header, the caveats, the headline sections (summary,
+stages, failing models) and the order and headings of every section.
 
-The text depends only on the records and sweep.json (no clock, no paths of this machine),
-so the same sweep always renders the same report.
+The tables under the headings are ``report.tables``'s. The text depends only on the
+records and sweep.json (no clock, no paths of this machine), so the same sweep always
+renders the same report.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper.folder import META, RECORDS, REPROS
-from sweeper.report import sections
+from sweeper.report import tables
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
 from sweeper.report.load import CATEGORIES
@@ -152,45 +154,45 @@ def render(a: Analysis, *, charts: list[str]) -> str:
     parts += [
         "## Not device failures",
         NOT_TESTED_INTRO,
-        sections.not_tested(a.not_tested, weighted=w, link=link),
+        tables.not_tested(a.not_tested, weighted=w, link=link),
         "## Op-lowering roadmap",
         # Without download counts the ranking is by models blocked.
         ROADMAP_INTRO.format(measure="downloads" if w else "number"),
-        sections.roadmap_ops(a.ops, weighted=w, link=link),
+        tables.roadmap_ops(a.ops, weighted=w, link=link),
         "### Models per op",
         "For the top ops, the models each one blocks and what else blocks them.",
-        sections.op_models(a.op_models, weighted=w, link=link),
+        tables.op_models(a.op_models, weighted=w, link=link),
         "### Lowering plan",
-        sections.greedy(a.plan),
+        tables.greedy(a.plan),
         "## Feature gaps",
         "Device-origin blockers that are no op to lower (dynamic shapes, dtypes, sparse and nested tensors, forward AD, "
         "numerics), ranked like the ops.",
-        sections.features(a.features, weighted=w, link=link),
+        tables.features(a.features, weighted=w, link=link),
         "## Top reasons",
         "The first reason of each model the device fails.",
-        sections.reasons(a.reasons, weighted=w, link=link),
+        tables.reasons(a.reasons, weighted=w, link=link),
         "## Lowering tool findings",
         LOWERING_TOOL_INTRO,
-        sections.findings(a.lowering_tool, weighted=w, link=link, what="lowering tool findings"),
+        tables.findings(a.lowering_tool, weighted=w, link=link, what="lowering tool findings"),
         "## Harness failures",
         HARNESS_INTRO.format(count=num(a.overview["harness_models"])),
-        sections.findings(a.harness, weighted=w, link=link, what="harness failures"),
+        tables.findings(a.harness, weighted=w, link=link, what="harness failures"),
         "## Model failures",
         "Failures the CPU control repeats with the model's own (unshrunk) configuration: the model's, not the device's.",
-        sections.findings(a.model, weighted=w, link=link, what="model failures"),
+        tables.findings(a.model, weighted=w, link=link, what="model failures"),
         "## CPU fallbacks",
         "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
-        sections.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
+        tables.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
         "## Compile graph breaks",
-        sections.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
+        tables.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
         "## Compile problems",
-        sections.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
+        tables.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
         "## Numerics",
-        sections.numerics(a.numerics, weighted=w, link=link),
+        tables.numerics(a.numerics, weighted=w, link=link),
         "## By model type",
-        sections.breakdown(a.by_model_type, "model_type", weighted=w),
+        tables.breakdown(a.by_model_type, "model_type", weighted=w),
         "## By task",
-        sections.breakdown(a.by_task, "pipeline_tag", weighted=w),
+        tables.breakdown(a.by_task, "pipeline_tag", weighted=w),
     ]
     if charts:
         parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
@@ -209,8 +211,8 @@ def models_section(a: Analysis, *, link: bool) -> str:
     )
     if failing.empty:
         return f"_No model failed._ {pointer}"
-    shown = failing.head(sections.MODEL_ROWS)
-    body = sections.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
+    shown = failing.head(tables.MODEL_ROWS)
+    body = tables.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
     label = f"{num(len(shown))} failing models by rank"
     if len(failing) > len(shown):
         label = f"the first {num(len(shown))} of {num(len(failing))} failing models by rank"

@@ -1,0 +1,21 @@
+"""``Built``: what materialising one model hands to the stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Built:
+    """A model ready to run on the CPU, with the keyword inputs its forward takes."""
+
+    model: Any  # torch.nn.Module
+    inputs: dict[str, Any]  # CPU tensors (and plain values) for model(**inputs)
+    architecture: str  # the class built, e.g. "BertForMaskedLM"
+    model_type: str | None
+    num_parameters: int
+    config: Any = None  # the transformers config used
+    # Whether ``inputs`` carry labels, so the output has the model's own loss.
+    has_labels: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)

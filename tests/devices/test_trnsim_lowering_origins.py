@@ -1,0 +1,138 @@
+"""Whose a lowering failure is: the chip's only when it names an op the profile does not
+call native; the tool's when it fails on a native op or on a graph without naming an op
+(with a reproducer keyed by the graph); the harness's when it comes from how the graph is
+handed over or from the host (fake constants, a missing package, the lowering limits)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+import torch
+from trnsim_helpers import root_cause, run_compiled
+
+from sweeper import origins
+from sweeper.classify import classify
+from sweeper.records import Origin, ReasonKind
+
+pytest.importorskip("torch_mlir")
+
+
+@pytest.fixture
+def lowering(trnsim, tmp_path):
+    """Fresh lowering verdicts and a repro folder, as a sweep sets it."""
+    from sweeper.devices.trnsim import compiler, state
+    from sweeper.devices.trnsim import lowering as module
+
+    module.clear_cache()
+    compiler.reset_lowered()
+    state.set_repro_dir(str(tmp_path / "repros"))
+    yield module
+    state.set_repro_dir(None)
+    module.clear_cache()
+
+
+def _verdict(fn, *args) -> tuple[BaseException, object]:
+    """The compile failure of ``fn`` on trnsim, and the record reason the sweep makes of it."""
+    with pytest.raises(Exception) as info:
+        run_compiled(fn, *args)
+    reason = dataclasses.replace(classify(info.value, stage="compile"), stage="compile")  # as the sweep records it
+    reason = origins.on_host(reason, upstream_fails=False)
+    return root_cause(info.value), reason
+
+
+class UpThenDown(torch.nn.Module):
+    """A transposed convolution, then a plain one: in the backward graph the plain
+    ``convolution_backward`` comes first and lowers; the transposed one does not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.ConvTranspose2d(4, 4, kernel_size=2, stride=2)
+        self.conv = torch.nn.Conv2d(4, 4, kernel_size=3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(self.up(x))
+
+
+def test_an_op_that_fails_only_in_one_variant_is_named_and_reproduced_alone(lowering, tmp_path):
+    model = UpThenDown().to("trnsim")
+    cause, reason = _verdict(model, torch.randn(2, 4, 4, 4, device="trnsim"))
+    assert (reason.kind, reason.op, reason.origin) == (ReasonKind.LOWERING_TOOL_ERROR, "aten::convolution_backward",
+                                                       Origin.LOWERING_TOOL)
+    script = tmp_path / "repros" / "convolution_backward.py"
+    assert cause.repro == str(script)
+    assert "True" in script.read_text().split("args =")[1].splitlines()[0]  # the transposed variant
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+
+
+def test_a_tool_failure_that_names_no_op_is_the_tools_with_a_graph_reproducer(lowering, tmp_path, monkeypatch):
+    """When no op of the graph fails alone, the whole graph is the reproducer."""
+    monkeypatch.setattr(lowering, "blame", lambda gm: None)
+    model = UpThenDown().to("trnsim")
+    cause, reason = _verdict(model, torch.randn(2, 4, 4, 4, device="trnsim"))
+    assert (reason.kind, reason.op, reason.origin) == (ReasonKind.LOWERING_TOOL_ERROR, None, Origin.LOWERING_TOOL)
+    assert "without naming an op" in reason.message and "full diagnostic:" in reason.message
+    scripts = list((tmp_path / "repros").glob("graph-*.py"))
+    assert [str(s) for s in scripts] == [cause.repro] and cause.repro in reason.message
+    assert (tmp_path / "repros" / scripts[0].name.replace(".py", ".mlir")).exists()
+    run = subprocess.run([sys.executable, str(scripts[0])], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert "TorchMlirCompilerError" in run.stderr
+
+
+def test_a_graph_with_tensor_constants_lowers(trnsim, lowering):
+    """``torch.tensor`` in model code becomes a lifted constant that Torch-MLIR reads; AOT
+    calls the compiler under its fake mode, where the read once gave a storage-less fake
+    (falcon, gpt-neo: a device compile_error that was ours)."""
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        return t * torch.tensor([2.0, -1.0, 0.5], device=t.device) + torch.tensor(3, device=t.device)
+
+    x = torch.randn(2, 3, device="trnsim", requires_grad=True)
+    with trnsim.recording() as rec:
+        out = run_compiled(fn, x)
+    assert rec.errors == [] and rec.compile_problems == []
+    torch.testing.assert_close(out.detach().cpu(), fn(x.detach().cpu()))
+
+
+def test_a_bfloat16_constant_lowers_or_is_the_harness_missing_package(lowering):
+    """Torch-MLIR needs ml_dtypes to import bfloat16 constants: without it the failure is
+    the host's install, never the chip's."""
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        return t * torch.tensor([2.0, -1.0], dtype=torch.bfloat16, device=t.device)
+
+    x = torch.randn(3, 2, dtype=torch.bfloat16, device="trnsim")
+    if importlib.util.find_spec("ml_dtypes") is not None:
+        torch.testing.assert_close(run_compiled(fn, x).cpu(), fn(x.cpu()))
+        return
+    _, reason = _verdict(fn, x)
+    assert (reason.kind, reason.origin) == (ReasonKind.HARNESS, Origin.HARNESS)
+    assert "pip install ml-dtypes" in reason.message
+
+
+def test_a_lowering_past_its_time_limit_is_host_side_work(lowering, monkeypatch):
+    import time
+
+    def runaway(gm, name):
+        time.sleep(60)
+        return "never", []
+
+    monkeypatch.setattr(lowering, "_import", runaway)
+    monkeypatch.setattr(lowering, "TIMEOUT_S", 1.0)
+    _, reason = _verdict(torch.sin, torch.rand(4, device="trnsim"))
+    assert (reason.kind, reason.origin) == (ReasonKind.TIMEOUT, Origin.HARNESS)
+    assert "host-side lowering ran past its limits" in reason.message
+
+
+def test_a_named_op_the_profile_refuses_stays_the_devices(trnsim, lowering):
+    """Only this stays a device compile_error (see also test_trnsim_fidelity)."""
+    from sweeper.devices.trnsim.profile import parse_profile
+
+    data = {"name": "erfinv-fallback", "dtypes": {"supported": ["float32"]},
+            "ops": [{"family": "special functions", "eager": "native", "compile": "fallback", "names": ["aten::erfinv"]}]}
+    trnsim.apply_profile(parse_profile(data))
+    _, reason = _verdict(torch.erfinv, torch.rand(4, device="trnsim") - 0.5)
+    assert (reason.kind, reason.op, reason.origin) == (ReasonKind.COMPILE_ERROR, "aten::erfinv", Origin.DEVICE)
