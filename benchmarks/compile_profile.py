@@ -1,14 +1,18 @@
 """Where trnsim's compile stage spends its time, and how long it takes per zoo model.
 
 Runs the sweep's own check (``check_model``: build with tiny weights, forward, backward,
-compile) for the top N zoo model types on trnsim in this one process, as a sweep worker
-would, after a warm-up compile of a small MLP (first imports: Dynamo, Torch-MLIR). Prints
-each model's compile stage (wall and CPU seconds; CPU includes the lowering children and
+compile) for the top N zoo model types on trnsim in this one process, after the device's
+warm-up (a small MLP compiled once: first imports of Dynamo, Torch-MLIR), as a sweep
+worker does before its first model. Prints each model's compile stage (wall and CPU seconds; CPU includes the lowering children and
 the autograd thread, so on shared cores it is the steadier figure), then the per-phase
 breakdown of tiny Llama's compile. ``rest`` is what the backend does not see: Dynamo's
 bytecode tracing and guards, and running the compiled graphs.
 
     python benchmarks/compile_profile.py [--models N] [--types llama,bert]
+    python benchmarks/compile_profile.py --records OUT/records.jsonl [...]
+
+With ``--records``, it runs nothing and summarises the compile stage of sweeps already
+made (one line per records file): ``compile median=<s> p90=<s> max=<s> models=<n>``.
 
 Last line: ``compile_profile median_s=<x> llama_s=<y>`` (wall seconds of the compile stage;
 ``median_cpu_s`` and ``llama_cpu_s`` follow).
@@ -33,15 +37,6 @@ def cpu_seconds() -> float:
     """CPU time of this process (all threads) and of its reaped children."""
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + child.ru_utime + child.ru_stime
-
-
-def warm_up() -> None:
-    """Compile a small MLP forward + backward on trnsim: the first-use costs every worker
-    pays once (imports, Dynamo set-up), kept out of the models' figures."""
-    import torch
-
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)).to("trnsim")
-    torch.compile(model, backend="trnsim")(torch.randn(4, 8, device="trnsim")).sum().backward()
 
 
 def timed_compile_stage() -> dict[str, Any]:
@@ -75,12 +70,38 @@ def print_phases(name: str, wall: float, cpu: float, table: dict[str, Any]) -> N
     print(f"  {'rest':16s} {rest:7.2f} {'':>7s}       (Dynamo tracing, guards, graph runs)")
 
 
+def records_summary(path: str) -> str:
+    """Median, p90 and max wall seconds of the compile stage over a sweep's records."""
+    import json
+
+    seconds = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            stage = json.loads(line).get("stages", {}).get("compile") if line.strip() else None
+            if stage and stage.get("status") != "blocked" and stage.get("seconds") is not None:
+                seconds.append(float(stage["seconds"]))
+    if not seconds:
+        return f"{path}: no model reached the compile stage"
+    seconds.sort()
+    p90 = seconds[min(len(seconds) - 1, round(0.9 * (len(seconds) - 1)))]
+    return (f"{path}: compile median={statistics.median(seconds):.2f} p90={p90:.2f} max={seconds[-1]:.2f} "
+            f"models={len(seconds)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10, help="top N zoo model types (default 10)")
     parser.add_argument("--types", default="", help="comma-separated model types instead of the top N")
     parser.add_argument("--phases", action="store_true", help="print every model's breakdown, not only llama's")
+    parser.add_argument("--records", nargs="+", default=[], help="summarise these records.jsonl files instead")
     args = parser.parse_args()
+    if args.records:
+        for path in args.records:
+            try:
+                print(records_summary(path))
+            except (OSError, ValueError) as exc:
+                sys.exit(f"compile_profile: cannot read {path}: {exc}")
+        return
     warnings.simplefilter("ignore")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     import torch
@@ -95,7 +116,7 @@ def main() -> None:
         types.append("llama")
     cfg = SweepConfig.of(device="trnsim")
     checker = Checker.for_settings(cfg).setup()
-    warm_up()
+    checker.device.warm_up()
     last = timed_compile_stage()
     walls, cpus, llama = [], [], None
     for rank, model_type in enumerate(types, start=1):

@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "executors": ["--models", "20", "--scale", "20000"],
     "report_scale": [],
     "trnsim_overhead": ["--quick"],
+    "compile_profile": ["--models", "10"],
     "hub_faults": ["--models", "100"],
     "page_scale": [],
     "zoo_coverage": ["--top", "50"],

@@ -17,6 +17,7 @@ import torch
 from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
+from sweeper.gcpause import fewer_full_collections
 from sweeper.materialize import Built, materialize
 from sweeper.materialize.pristine import pristine
 from sweeper.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
@@ -213,9 +214,10 @@ def compile_stage(ctx: StageContext) -> None:
     compiled = torch.compile(built.model, backend=backend)
     built.model.zero_grad(set_to_none=True)
     try:
-        output = compiled(**ctx.inputs)
-        scalar_loss(output, has_labels=built.has_labels).backward()
-        ctx.device.synchronize()
+        with fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
+            output = compiled(**ctx.inputs)
+            scalar_loss(output, has_labels=built.has_labels).backward()
+            ctx.device.synchronize()
     finally:
         breaks = counters.get("graph_break", {})
         ctx.findings["graph_breaks"] = int(sum(breaks.values()))

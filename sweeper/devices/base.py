@@ -78,6 +78,10 @@ class Device:
     def setup(self) -> None:
         """Prepare the process (import plugins, register backends); idempotent."""
 
+    def warm_up(self) -> None:
+        """Pay once, before the first model, what every process pays on first use (imports,
+        compiler set-up), so no model's stage is charged for it; leaves no state behind."""
+
     def synchronize(self) -> None:
         """Wait for queued work (no-op where execution is synchronous)."""
 

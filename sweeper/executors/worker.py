@@ -179,6 +179,7 @@ def main(fd: int) -> None:
     breadcrumbs.attach(progress_path)
     check = as_check(pickle.loads(check_blob), cfg)
     check.setup()  # errors surface per model, in each record
+    _warm_up(check)
     defaults = TorchDefaults(num_threads)
     defaults.capture()
     before = snapshot()
@@ -196,6 +197,21 @@ def main(fd: int) -> None:
         conn.send(("done", record, leaks(before, after)))
         # Modules first imported by this model join the baseline.
         before = {**after, **before}
+
+
+def _warm_up(check: Check) -> None:
+    """Let the device pay its first-use costs now (shown as "starting worker"), then freeze
+    what they left, so the first model's collections do not walk it either."""
+    device = getattr(check, "device", None)
+    if device is None:  # a plain check function, or a device that failed to set up (reported per model)
+        return
+    try:
+        device.warm_up()
+    except Exception:  # noqa: BLE001 - a device that cannot warm up still runs models
+        traceback.print_exc()
+    if "torch" in sys.modules:
+        gc.collect()
+        gc.freeze()
 
 
 def _between_models(defaults: TorchDefaults, check: Check) -> None:

@@ -210,11 +210,11 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
                 return model, fitted, has_labels
     notes["probe"] = "no candidate ran; kept the tiniest"
     assert first is not None
-    control = _forward_control(config, cls, cfg, kind, first, dtype=cfg.dtype)
-    if control and cfg.dtype != "float32" and _forward_control(config, cls, cfg, kind, first, dtype="float32") is None:
+    control = _forward_control(config, cls, cfg, kind, first, dtype=cfg.device.dtype)
+    if control and cfg.device.dtype != "float32" and _forward_control(config, cls, cfg, kind, first, dtype="float32") is None:
         # The model's own code fails in this dtype only (a float32 parameter it creates
         # beside bfloat16 weights): the model's, as a user loading it in that dtype meets it.
-        notes["upstream_control"] = f"{control} (in {cfg.dtype} only)"
+        notes["upstream_control"] = f"{control} (in {cfg.device.dtype} only)"
         return first
     if control and "input_ids" in first[1] and set(first[1]) <= TOKEN_ONLY_INPUTS:
         # Token ids in range and all-ones masks fit any config: a failure the unshrunk

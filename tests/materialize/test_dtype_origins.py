@@ -16,9 +16,9 @@ def _ref(model_type: str) -> ModelRef:
 
 
 def test_a_model_that_mixes_dtypes_in_bfloat16_only_is_the_models():
-    built = materialize(_ref("xlnet"), SweepConfig(dtype="bfloat16"))
+    built = materialize(_ref("xlnet"), SweepConfig.of(dtype="bfloat16"))
     assert "in bfloat16 only" in built.notes["upstream_control"]
-    cfg = SweepConfig(dtype="bfloat16", device="trnsim", executor="inline", stages=("load", "to_device", "forward"))
+    cfg = SweepConfig.of(dtype="bfloat16", device="trnsim", executor="inline", stages=("load", "to_device", "forward"))
     record = check_model(_ref("xlnet"), cfg)
     assert record.status is Status.FAIL and record.reason.stage in ("load", "forward")
     assert record.reason.origin is Origin.MODEL, record.reason

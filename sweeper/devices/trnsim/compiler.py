@@ -36,6 +36,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+import sweeper.devices.trnsim.aotlog as aotlog
 import sweeper.devices.trnsim.lowering as lowering
 import sweeper.devices.trnsim.phases as phases
 import sweeper.devices.trnsim.state as state
@@ -97,7 +98,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
     table = compiler_decompositions(profile)
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
                            inference_compiler=stage("inference"), decompositions=table)
-    with phases.phase("aot"):
+    with phases.phase("aot"), aotlog.quiet():
         return backend(gm, example_inputs)
 
 

@@ -64,6 +64,30 @@ class TrnsimDevice(Device):
 
             state.set_repro_dir(self.repro_dir)
 
+    def warm_up(self) -> None:
+        """Compile a small MLP forward + backward with the trnsim backend once: the first
+        imports and set-up of Dynamo, AOT autograd and Torch-MLIR (1.5-2 s) are then not
+        charged to the first model's compile stage. Outside any recording, with the RNG
+        restored and Dynamo, counters and the lowering caches reset: no model sees it."""
+        self.setup()
+        import torch
+        from torch._dynamo.utils import counters
+
+        from sweeper.devices.trnsim import compiler, lowering
+
+        try:
+            with torch.random.fork_rng(devices=[]):
+                model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
+                inputs = torch.linspace(-1.0, 1.0, 32).reshape(4, 8).to("trnsim")
+                torch.compile(model.to("trnsim"), backend="trnsim")(inputs).sum().backward()
+        except Exception:  # noqa: BLE001 - a profile may refuse these ops; warming up is only a saving
+            pass
+        finally:
+            torch._dynamo.reset()
+            counters.clear()
+            compiler.reset_lowered()
+            lowering.clear_cache()
+
     @contextlib.contextmanager
     def recording(self) -> Iterator[Recording]:
         """Ops, host fallbacks, refusals (and blockers in collect-all mode) of the block."""

@@ -67,11 +67,13 @@ def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     Factory nodes carry ``device=trnsim:0``, which Torch-MLIR cannot import (StableHLO has
     no devices; placement is the runtime's business), so it is dropped.
     """
-    # Copy the graph only: the module's tensors (trnsim parameters) stay shared.
+    # Copy the graph only: the module's tensors (trnsim parameters) stay shared. Lazy: the
+    # importer reads the graph, never the Python code, which is generated only if asked for
+    # (a reproducer); generating it twice per graph was a third of this function's time.
     graph = torch.fx.Graph()
     out_value = graph.graph_copy(gm.graph, {})
     graph.output(out_value)
-    gm = torch.fx.GraphModule(gm, graph)
+    gm = _graph_module(gm, graph)
     canonicalize(gm)
     for node in gm.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device):
@@ -83,6 +85,15 @@ def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
+
+
+def _graph_module(root: torch.nn.Module, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    """A GraphModule over ``graph`` whose Python code is generated on first use only."""
+    try:
+        from torch.fx._lazy_graph_module import _LazyGraphModule
+    except ImportError:  # an older or newer torch without it: eager code generation
+        return torch.fx.GraphModule(root, graph)
+    return _LazyGraphModule(root, graph)
 
 
 def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]:
