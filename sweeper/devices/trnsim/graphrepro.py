@@ -19,7 +19,7 @@ import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S
-from sweeper.devices.trnsim.reproducer import _check, _literal, _NotWritable
+from sweeper.devices.trnsim.reproducer import MAIN_SOURCE, _check, _literal, _NotWritable
 
 # Constants up to this many elements are written into the script as literals.
 MAX_CONSTANT_NUMEL = 1 << 16
@@ -71,33 +71,8 @@ def build() -> torch.fx.GraphModule:
     P = []
 {body}
     return torch.fx.GraphModule(B.root, B.graph)
-
-
-def main() -> int:
-    from torch_mlir import ir
-    from torch_mlir.compiler_utils import OutputType
-    from torch_mlir.dialects import torch as torch_d
-    from torch_mlir.extras.fx_importer import FxImporter
-    from torch_mlir.fx import stateless_fx_import
-
-    ctx = ir.Context()
-    torch_d.register_dialect(ctx)
-    diagnostics = []
-    ctx.attach_diagnostic_handler(lambda diag: diagnostics.append(str(diag)) or True)
-    try:
-        module = stateless_fx_import(build(), output_type=OutputType.STABLEHLO,
-                                     fx_importer=FxImporter(context=ctx), model_name="repro")
-    except Exception as exc:  # the failure this file reproduces
-        print("\\n".join(diagnostics + [f"{{type(exc).__name__}}: {{exc}}"]), file=sys.stderr)
-        return 1
-    print(module)
-    print("lowered to StableHLO: the failure does not reproduce", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 '''
+_TEMPLATE += "\n\n" + MAIN_SOURCE
 
 
 def _target(target: object) -> str:

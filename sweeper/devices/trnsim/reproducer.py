@@ -20,6 +20,34 @@ import torch
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, variant
 
+# The end of every reproducer script: import the graph with Torch-MLIR, print the failure and
+# exit 1 while it still fails (escaped for ``str.format``, like the templates it ends).
+MAIN_SOURCE = '''def main() -> int:
+    from torch_mlir import ir
+    from torch_mlir.compiler_utils import OutputType
+    from torch_mlir.dialects import torch as torch_d
+    from torch_mlir.extras.fx_importer import FxImporter
+    from torch_mlir.fx import stateless_fx_import
+
+    ctx = ir.Context()
+    torch_d.register_dialect(ctx)
+    diagnostics = []
+    ctx.attach_diagnostic_handler(lambda diag: diagnostics.append(str(diag)) or True)
+    try:
+        module = stateless_fx_import(build(), output_type=OutputType.STABLEHLO,
+                                     fx_importer=FxImporter(context=ctx), model_name="repro")
+    except Exception as exc:  # the failure this file reproduces
+        print("\\n".join(diagnostics + [f"{{type(exc).__name__}}: {{exc}}"]), file=sys.stderr)
+        return 1
+    print(module)
+    print("lowered to StableHLO: the failure does not reproduce", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
 _TEMPLATE = '''"""Torch-MLIR fails to lower {op} to StableHLO.
 
 Found by the sweeper's trnsim compile stage ({where}); torch {torch_version}.
@@ -65,33 +93,8 @@ def build() -> torch.fx.GraphModule:
                 outs[-1].meta["val"] = item
         graph.output(tuple(outs))
     return torch.fx.GraphModule(torch.nn.Module(), graph)
-
-
-def main() -> int:
-    from torch_mlir import ir
-    from torch_mlir.compiler_utils import OutputType
-    from torch_mlir.dialects import torch as torch_d
-    from torch_mlir.extras.fx_importer import FxImporter
-    from torch_mlir.fx import stateless_fx_import
-
-    ctx = ir.Context()
-    torch_d.register_dialect(ctx)
-    diagnostics = []
-    ctx.attach_diagnostic_handler(lambda diag: diagnostics.append(str(diag)) or True)
-    try:
-        module = stateless_fx_import(build(), output_type=OutputType.STABLEHLO,
-                                     fx_importer=FxImporter(context=ctx), model_name="repro")
-    except Exception as exc:  # the failure this file reproduces
-        print("\\n".join(diagnostics + [f"{{type(exc).__name__}}: {{exc}}"]), file=sys.stderr)
-        return 1
-    print(module)
-    print("lowered to StableHLO: the failure does not reproduce", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 '''
+_TEMPLATE += "\n\n" + MAIN_SOURCE
 
 
 class _NotWritable(Exception):
