@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 
 from sweeper.records import Reason, ReasonKind, Stage
 
@@ -112,14 +113,20 @@ def _by_message(text: str) -> tuple[ReasonKind, str | None] | None:
     return None
 
 
+# sweeper's own modules by where this package lies, never by a folder name: a clone is
+# usually called "sweeper" too, and its .venv's torch frames must not count as ours.
+_OWN_CODE = str(Path(__file__).resolve().parent).replace("\\", "/") + "/"
+_DEVICE_CODE = _OWN_CODE + "devices/"
+
+
 def _origin(exc: BaseException) -> ReasonKind:
     """Where the innermost frame was: model code, sweeper code, or neither."""
     frames = traceback.extract_tb(exc.__traceback__)
     for frame in reversed(frames):
-        path = frame.filename.replace("\\", "/")
+        path = str(Path(frame.filename).resolve()).replace("\\", "/")
         if "/transformers/models/" in path or "/transformers/modeling_" in path:
             return ReasonKind.MODEL_ERROR
-        if "/sweeper/" in path and "/sweeper/devices/" not in path:
+        if path.startswith(_OWN_CODE) and not path.startswith(_DEVICE_CODE):
             return ReasonKind.HARNESS
     return ReasonKind.UNKNOWN
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sweeper.classify import classify
 from sweeper.errors import InputSynthesisError
 from sweeper.records import ReasonKind
@@ -72,3 +74,31 @@ def test_a_lowering_tool_error_keeps_its_whole_diagnostic():
     reason = classify(ToolError(diagnostic, op="aten::erfinv"), stage="compile")
     assert (reason.kind, reason.op) == (ReasonKind.LOWERING_TOOL_ERROR, "aten::erfinv")
     assert diagnostic in reason.message
+
+
+
+def _raised_in(path: Path) -> BaseException:
+    """An exception whose innermost frame names ``path`` (code compiled under that name)."""
+    namespace: dict = {}
+    source = "def boom():\n    raise RuntimeError('expected scalar type Float but found BFloat16')\n"
+    exec(compile(source, str(path), "exec"), namespace)
+    try:
+        namespace["boom"]()
+    except RuntimeError as exc:
+        return exc
+    raise AssertionError("boom did not raise")
+
+
+def test_a_library_frame_in_a_clone_named_sweeper_is_not_the_harness(tmp_path):
+    # A user's clone is usually called "sweeper", with its .venv inside: torch's frames
+    # there are not sweeper's code.
+    torch_frame = tmp_path / "sweeper" / ".venv" / "lib" / "site-packages" / "torch" / "functional.py"
+    assert classify(_raised_in(torch_frame), stage="load").kind is ReasonKind.UNKNOWN
+
+
+def test_a_frame_in_sweepers_own_code_is_the_harness_and_in_a_device_is_not():
+    import sweeper
+
+    package = Path(sweeper.__file__).resolve().parent
+    assert classify(_raised_in(package / "materialize" / "inputs.py"), stage="load").kind is ReasonKind.HARNESS
+    assert classify(_raised_in(package / "devices" / "trnsim" / "kernels.py"), stage="load").kind is ReasonKind.UNKNOWN
