@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -144,7 +145,7 @@ class RayExecutor:
             num_cpus=cfg.execution.num_cpus, num_gpus=gpus_per_model(cfg, self.spec), max_restarts=0, max_task_retries=0,
             memory=cfg.execution.memory_limit_mb * 1024 * 1024 if cfg.execution.memory_limit_mb else None,
         )
-        self._args = (cfg, check, max(1, int((os.cpu_count() or 1) // max(cfg.execution.num_cpus, 1e-9))), self.tag)
+        self._args = (cfg, pickle.dumps(check), max(1, int((os.cpu_count() or 1) // max(cfg.execution.num_cpus, 1e-9))), self.tag)
         self._kill_actors()
         self.queues = [[] for _ in range(n)]
         self.actors = [self._new_actor(i) for i in range(n)]

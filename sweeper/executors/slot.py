@@ -56,12 +56,13 @@ class WorkerSlot:
     """A reusable worker process running one model at a time, with timeout and memory guard."""
 
     def __init__(
-        self, cfg: Any, check: Check | CheckFn, *, workdir: Path, index: int = 0, num_threads: int = 1,
+        self, cfg: Any, check: Check | CheckFn | bytes, *, workdir: Path, index: int = 0, num_threads: int = 1,
         memory_limit_mb: int | None = None,
     ) -> None:
         self.cfg = cfg
         self.memory_limit_mb = memory_limit_mb
-        self.check_blob = pickle.dumps(check)
+        # Already pickled (bytes) when it comes from a Ray actor, which must not import the check's modules.
+        self.check_blob = check if isinstance(check, bytes) else pickle.dumps(check)
         self.progress_path = str(workdir / f"worker-{index}.progress")
         self.fault_path = str(workdir / f"worker-{index}.fault")
         self.log_path = str(workdir / f"worker-{index}.log")

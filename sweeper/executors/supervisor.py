@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 class Supervisor:
     """Ray actor: runs chunks of models in its own worker process, returns their records."""
 
-    def __init__(self, cfg: SweepConfig, check: Check | CheckFn, workers_per_node: int, tag: str = "") -> None:
+    def __init__(self, cfg: SweepConfig, check: Check | CheckFn | bytes, workers_per_node: int, tag: str = "") -> None:
+        # check: pickled by the driver (bytes) so this actor never unpickles it: that would
+        # import torch and transformers here only for the worker process to import them again.
         # The driver's tag in the name lets it remove folders of actors it had to kill; the
         # pid lets a driver on the same node find the worker's progress file.
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{tag}-{os.getpid()}-"))
