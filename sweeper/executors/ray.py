@@ -145,7 +145,11 @@ class RayExecutor:
             num_cpus=cfg.execution.num_cpus, num_gpus=gpus_per_model(cfg, self.spec), max_restarts=0, max_task_retries=0,
             memory=cfg.execution.memory_limit_mb * 1024 * 1024 if cfg.execution.memory_limit_mb else None,
         )
-        self._args = (cfg, pickle.dumps(check), max(1, int((os.cpu_count() or 1) // max(cfg.execution.num_cpus, 1e-9))), self.tag)
+        try:  # pickled here, once: actors hand it on without importing what it needs
+            blob = pickle.dumps(check)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise UsageError(f"Ray workers could not start: the check cannot be sent to them: {exc}") from None
+        self._args = (cfg, blob, max(1, int((os.cpu_count() or 1) // max(cfg.execution.num_cpus, 1e-9))), self.tag)
         self._kill_actors()
         self.queues = [[] for _ in range(n)]
         self.actors = [self._new_actor(i) for i in range(n)]
@@ -161,7 +165,8 @@ class RayExecutor:
                     return
                 self._await_ready()  # every actor is being replaced: wait for one
                 continue
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            # Also wake when an actor comes up, so it gets work at once.
+            ready, _ = ray.wait([*pending, *self.starting.values()], num_returns=1, timeout=POLL_S)
             for handle in ready:
                 if handle in pending:
                     self._collect(pending.pop(handle), window, pending, on_record)

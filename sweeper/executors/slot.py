@@ -95,8 +95,34 @@ class WorkerSlot:
         self.proc, self.conn, self.ready, self.models_done = proc, conn, False, 0
         self.started_workers += 1
 
+    def start(self) -> None:
+        """Start the worker process now, so its imports overlap whatever comes before the first model."""
+        if self.proc is None:
+            self._start()
+
+    def await_ready(self, timeout: float) -> None:
+        """Wait until a worker started ahead of time has loaded the check. Raise when it
+        exited with an error first (a check its environment cannot import), so whoever
+        started it learns at once; a worker killed by a signal (memory) is left to the
+        first model's record, like any worker that dies."""
+        deadline = time.monotonic() + timeout
+        while self.proc is not None and not self.ready and time.monotonic() < deadline:
+            with contextlib.suppress(EOFError, OSError):
+                if self.conn.poll(0.2) and self.conn.recv()[0] == "ready":
+                    self.ready = True
+            if not self.ready and not self.proc.is_alive():
+                code = self.proc.exitcode
+                if code is not None and code > 0:
+                    last = (log_tail(self.log_path).strip().splitlines() or ["no output"])[-1]
+                    self._reap()
+                    raise RuntimeError(f"the worker process exited with {code} before it was ready: {last}")
+                return
+
     def submit(self, ref: ModelRef) -> None:
-        """Hand ``ref`` to the worker (started first if there is none)."""
+        """Hand ``ref`` to the worker (started first if there is none, or again if the one
+        started ahead of time died while idle: that death belongs to no model)."""
+        if self.proc is not None and not self.proc.is_alive():
+            self._reap()
         if self.proc is None:
             self._start()
         self.conn.send(("run", ref))

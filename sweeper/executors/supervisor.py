@@ -19,6 +19,9 @@ from sweeper.executors.slot import WorkerSlot
 from sweeper.records import ModelRecord, ModelRef
 
 WORKDIR_PREFIX = "sweeper-ray-"
+# How long ``ready`` waits for the worker process (its imports); past it, models still go
+# to the worker and its start-up counts against the first one.
+READY_WAIT_S = 120.0
 
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
@@ -35,9 +38,13 @@ class Supervisor:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{tag}-{os.getpid()}-"))
         limit = memory_limit_mb(cfg, workers_per_node)
         self.slot = WorkerSlot(cfg, check, workdir=self.workdir, num_threads=threads_per_worker(cfg), memory_limit_mb=limit)
+        # The worker imports torch while the driver learns this actor is ready and sends work.
+        self.slot.start()
 
     def ready(self) -> int:
-        """The actor's pid, once it is up (creation errors surface here)."""
+        """The actor's pid, once it and its worker process are up (creation errors, and a
+        check the worker cannot load, surface here)."""
+        self.slot.await_ready(READY_WAIT_S)
         return os.getpid()
 
     def run(self, refs: list[ModelRef]) -> list[ModelRecord]:
