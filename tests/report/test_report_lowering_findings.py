@@ -7,12 +7,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from page_browser import BrowserMissing, page_ready, start_chromium
+from page_browser import page_ready
 from report_factory import reason, record, write_sweep
 
 from sweeper.records import Origin
@@ -111,16 +109,6 @@ def test_page_data_carries_the_findings(report) -> None:
         ("aten::index_put", False, "", "repros/index_put.py"),
     ]
     assert rows[0][8] == ["org/a1", "org/a2"]
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    try:
-        driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    except BrowserMissing as exc:
-        pytest.skip(f"no headless browser: {exc}")
-    yield driver
-    driver.quit()
 
 
 def test_page_shows_a_row_per_graph_with_a_reproducer_link(report, browser) -> None:

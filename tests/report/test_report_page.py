@@ -3,12 +3,11 @@ detail panel, --compare, hostile records shown as text, and a screenshot."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from page_browser import BrowserMissing, page_ready, start_chromium
+from page_browser import page_ready
 from report_factory import reason, record, write_sweep
 from test_report_markdown import sweep_records
 
@@ -26,17 +25,6 @@ def page_records() -> list:
         record(HOSTILE_ID, 10, 50, "fail", fail_at="forward", model_type="<i>t</i>",
                blockers=[reason("unsupported_op", "aten::</script>", HOSTILE_MESSAGE)]),
     ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One headless Chromium for the module; skipped where none can be found."""
-    try:
-        driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
-    except BrowserMissing as exc:
-        pytest.skip(f"no headless browser: {exc}")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture(scope="module")
