@@ -94,6 +94,18 @@ def start_local() -> None:
 
 def attach(address: str, *, origin: str = "--address") -> None:
     """Join the cluster at ``address`` with the token Ray's clients would send; one-line errors."""
+    source = preflight(address, origin=origin)
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+    except Exception as exc:  # noqa: BLE001 - whatever Ray raises, the user gets one line
+        raise UsageError(f"cannot connect to Ray at {address}: {init_failure(exc, source)}") from None
+
+
+def preflight(address: str, *, origin: str = "--address") -> str:
+    """Check ``address`` before ``ray.init``: its form, the token at hand, one bounded call.
+
+    Returns where the token comes from ("" when none is sent); raises ``UsageError``.
+    """
     target = parse(address, origin=origin)
     try:
         source = use_token()
@@ -101,10 +113,7 @@ def attach(address: str, *, origin: str = "--address") -> None:
         raise UsageError(f"cannot connect to Ray at {address}: {exc}") from None
     if target is not None:
         probe(target, source)
-    try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-    except Exception as exc:  # noqa: BLE001 - whatever Ray raises, the user gets one line
-        raise UsageError(f"cannot connect to Ray at {address}: {init_failure(exc, source)}") from None
+    return source
 
 
 def parse(address: str, *, origin: str = "--address") -> Target | None:
