@@ -222,8 +222,16 @@ def probe_failure(exc: Any, target: Target, source: str) -> str:
 
 
 def init_failure(exc: BaseException, source: str) -> str:
-    """The cause of a failed ``ray.init`` after a good probe (a version mismatch, most often)."""
-    text = str(exc)
+    """The cause of a failed ``ray.init`` after a good probe (a version mismatch, most often).
+
+    ``ray.init`` wraps what went wrong in ``ConnectionError("Failed to connect ...")``: the
+    causes it chains are read too.
+    """
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 5:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = "\n".join(str(e) for e in reversed(chain))
     if "Version mismatch" in text or "version mismatch" in text:
         return version_mismatch(text)
     lowered = text.lower()
@@ -231,8 +239,9 @@ def init_failure(exc: BaseException, source: str) -> str:
         if source:
             return f"authentication failed: the cluster refused the token from {source}; {TOKEN_HINT}"
         return f"authentication required (the cluster uses token authentication): {TOKEN_HINT}"
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
+    innermost = chain[-1]
+    lines = [line.strip() for line in str(innermost).strip().splitlines() if line.strip()]
+    return f"{type(innermost).__name__}: {lines[0][:300] if lines else ''}"
 
 
 def version_mismatch(text: str) -> str:

@@ -207,3 +207,16 @@ def test_without_address_a_stale_cluster_file_is_not_joined() -> None:
         for proc in processes(temp):  # ray.shutdown ended them; this is for a failed test
             proc.kill()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_version_mismatch_names_both_versions() -> None:
+    from sweeper.executors.ray_connect import init_failure
+
+    mismatch = RuntimeError(  # the text of ray._private.utils.check_version_info
+        "Version mismatch: The cluster was started with:\n    Ray: 2.59.0\n    Python: 3.12.4\n"
+        "This process on node 10.0.0.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.9\n")
+    wrapped = ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")  # as ray.init re-raises it
+    wrapped.__cause__ = mismatch
+    said = init_failure(wrapped, "")
+    assert said.startswith("version mismatch: the cluster runs Ray 2.59.0 (Python 3.12.4), this sweep Ray 2.60.0 (Python 3.11.9)")
+    assert "ray[default,client]==2.59.0" in said and "\n" not in said
