@@ -215,7 +215,7 @@ def probe_failure(exc: Any, target: Target, source: str) -> str:
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"no answer from {target.endpoint} within {PROBE_TIMEOUT_S:.0f}s; check the address, the network and that the cluster is up"
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        other = (f"HOST:PORT for the GCS port (6379 by default)" if target.client
+        other = ("HOST:PORT for the GCS port (6379 by default)" if target.client
                  else f"ray://HOST:PORT for the Ray Client port ({CLIENT_PORT} by default)")
         return f"the port answers but not as a Ray {'Client server' if target.client else 'GCS'}; is it the other port? use {other}"
     return f"{code.name.lower()}: {detail}"
