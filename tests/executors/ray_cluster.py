@@ -92,6 +92,17 @@ def raylets(temp: str) -> list[psutil.Process]:
     return sorted(procs, key=lambda p: p.create_time())
 
 
+LOCAL_CONNECT = (  # what a sweep without --address does first, then how many CPUs it got
+    "import ray; from sweeper.config import SweepConfig; from sweeper.executors.ray_connect import connect;"
+    "connect(SweepConfig()); print('cpus', ray.cluster_resources().get('CPU')); ray.shutdown()"
+)
+
+
+def connect_without_address(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the sweep's Ray connection with no ``--address`` in a fresh process with ``env``."""
+    return subprocess.run([sys.executable, "-c", LOCAL_CONNECT], env=env, capture_output=True, text=True, timeout=180)
+
+
 def _node_ports() -> list[str]:
     # Fixed defaults (52365, 10001, ...) would collide with another node or session.
     return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",

@@ -22,7 +22,7 @@ from pathlib import Path
 import grpc
 import pytest
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
-from ray_cluster import REPO, free_port, processes
+from ray_cluster import REPO, connect_without_address, free_port, processes
 
 from sweeper.redact import env_secrets, redact
 
@@ -196,10 +196,7 @@ def test_without_address_a_stale_cluster_file_is_not_joined() -> None:
     try:
         (Path(temp) / "ray").mkdir()
         (Path(temp) / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{free_port()}")
-        script = ("import ray; from sweeper.config import SweepConfig; from sweeper.executors.ray_connect import connect;"
-                  "connect(SweepConfig()); print('cpus', ray.cluster_resources().get('CPU')); ray.shutdown()")
-        env = _env(Path(temp), TMPDIR=temp)
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=180)
+        done = connect_without_address(_env(Path(temp), TMPDIR=temp))
         assert done.returncode == 0, done.stderr[-3000:]
         assert f"cpus {float(os.cpu_count() or 1)}" in done.stdout, done.stdout
         assert "ray: started a private local instance" in done.stderr and "joined only with --address" in done.stderr

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ray_cluster import REPO, processes, raylets, two_node_cluster
+from ray_cluster import REPO, connect_without_address, processes, raylets, two_node_cluster
 
 MODELS = 10
 
@@ -71,5 +71,11 @@ def test_sweep_on_two_nodes_survives_losing_one(cluster, tmp_path: Path) -> None
         code, said, seconds = _refused(where, {**env, "RAY_AUTH_TOKEN": "0" * 64}, tmp_path / f"refused-{where[-5:]}")
         assert code == 2 and "authentication failed: the cluster refused the token from RAY_AUTH_TOKEN" in said, said[-2000:]
         assert seconds < 15 and "done:" not in said, (seconds, said[-2000:])
+    # Beside this live head, recorded where `ray start` records it: a sweep without
+    # --address still starts its own Ray (plain ray.init() would join and refuse num_cpus).
+    (Path(temp) / "ray").mkdir(exist_ok=True)
+    (Path(temp) / "ray" / "ray_current_cluster").write_text(address)
+    local = connect_without_address(env)
+    assert local.returncode == 0 and "ray: started a private local instance" in local.stderr, local.stderr[-3000:]
     print(f"two-node sweep: {MODELS} models, 2 nodes, node killed after {killed_at} records, "
           f"{len(lines)} records after, wall {wall:.0f}s, statuses {sorted({r['status'] for r in lines})}")
