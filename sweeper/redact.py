@@ -10,7 +10,9 @@ files and published copies (``sweeper.atomic``), and the CLI's stdout/stderr
 - ``user:password@`` in URLs;
 - the value of every environment variable named ``*_TOKEN``, ``*_KEY``, ``*_SECRET``
   (plus ``HF_TOKEN``-style names and the token huggingface_hub has stored), and the
-  password of any URL held in the environment (``HF_ENDPOINT=http://user:pass@host``).
+  password of any URL held in the environment (``HF_ENDPOINT=http://user:pass@host``);
+- Ray's cluster token wherever Ray reads it: ``RAY_AUTH_TOKEN`` (a ``*_TOKEN``), the
+  file ``RAY_AUTH_TOKEN_PATH`` names and ``~/.ray/auth_token``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,40 @@ def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
                     found.update({password, unquote(password)})
     if environ is None:
         found.update(_stored_hub_token())
+    found.update(_ray_token_files(env))
     return found
+
+
+def _ray_token_files(env: Any) -> set[str]:
+    """The tokens in the files Ray reads one from (``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``)."""
+    paths = [env.get("RAY_AUTH_TOKEN_PATH", "").strip(), os.path.join(env.get("HOME") or os.path.expanduser("~"), ".ray", "auth_token")]
+    found: set[str] = set()
+    for path in paths:
+        if path:
+            token = _file_secret(os.path.expanduser(path))
+            if len(token) >= MIN_SECRET:
+                found.add(token)
+    return found
+
+
+def _file_secret(path: str) -> str:
+    """The stripped text of a small secret file, "" when absent; read again only when it changes."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return ""
+    return _read_secret(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_secret(path: str, mtime_ns: int, size: int) -> str:  # noqa: ARG001 - the cache key
+    if size > 64 * 1024:  # not a token file
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
 
 
 def _stored_hub_token() -> set[str]:

@@ -6,6 +6,7 @@ the output folder is created, so bad input writes nothing. The driver alone writ
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -148,7 +149,7 @@ def _run(
         for record in records:
             progress.update(record)
 
-    executor, interrupted = None, False
+    executor, interrupted, failed = None, False, False
     try:
         write(ready)
         while batch:
@@ -161,11 +162,14 @@ def _run(
     except KeyboardInterrupt:
         interrupted = True
         raise
+    except Exception:
+        failed = True
+        raise
     finally:
         if executor is not None:
             executor.close()
         store.close()
-        progress.close()
+        progress.close(failed=failed)
         learnt: dict[str, Any] = {}
         if stream is not None:
             total, skipped = stream.count, stream.skipped
@@ -188,7 +192,8 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
     """What happens before the first record (seconds to a minute): said before it starts."""
     checks = f"{models} check{'s' if models != 1 else ''}"
     if cfg.execution.executor == "ray":
-        where = f"attaching to Ray at {cfg.execution.address}" if cfg.execution.address else "starting Ray (local)"
+        address = cfg.execution.address or os.environ.get("RAY_ADDRESS", "").strip()
+        where = f"attaching to Ray at {address}" if address else "starting a private local Ray instance"
         return f"{where}; its workers import torch and transformers before the first of {checks} ..."
     if cfg.execution.executor == "process":
         from sweeper.executors.process import default_workers

@@ -146,8 +146,9 @@ class TerminalBar:
                 if items:
                     self._line(f"... {self.done}/{self.total} done; running {describe_running(items, limit=4)}")
 
-    def close(self) -> None:
-        """Stop redrawing, end the live line and print the tally."""
+    def close(self, *, failed: bool = False) -> None:
+        """Stop redrawing, end the live line and print the tally (none when the sweep
+        ``failed`` before any record: the error says what happened, not ``done: 0``)."""
         self._stop.set()
         if self._ticker is not None:
             self._ticker.join(2.0)
@@ -156,6 +157,9 @@ class TerminalBar:
         with self._lock:
             if self.live:
                 self.stream.write("\n")
+            if failed and not self.done:
+                self.stream.flush()
+                return
             tally = ", ".join(f"{v} {k}" for k, v in sorted(self.counts.items())) or "nothing new"
             resumed = f" ({self.already_done} already recorded)" if self.already_done else ""
             self.stream.write(f"done: {self.done} models in {_duration(time.monotonic() - self.started)}: {tally}{resumed}\n")

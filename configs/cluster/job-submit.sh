@@ -10,7 +10,19 @@
 # Settings (environment): RAY_ADDRESS (the cluster's jobs API), SWEEP_OUT (results folder
 # on the head), SWEEP_DEVICE, SWEEP_TOP, SWEEP_TIMEOUT, SWEEP_EXTRA (more sweep flags, e.g.
 # "--source zoo"), SWEEP_JOB_ID (the submission id), SWEEP_WORKING_DIR (what is shipped).
+#
+# Token authentication (on by default since Ray 2.59): Ray's clients read the cluster's
+# token from RAY_AUTH_TOKEN, else the file RAY_AUTH_TOKEN_PATH names, else ~/.ray/auth_token
+# (where `ray start` on this machine left it; `ray get-auth-token` on the head prints it).
+# `ray job submit` sends it only with RAY_AUTH_MODE=token: set here when a token is at hand
+# and the mode is unset. The token never goes into the job's runtime_env or command line
+# (both are stored and shown by the cluster); the job runs on the head, whose environment
+# already holds it.
 set -euo pipefail
+
+if [[ -z "${RAY_AUTH_MODE:-}" && ( -n "${RAY_AUTH_TOKEN:-}" || -n "${RAY_AUTH_TOKEN_PATH:-}" || -s "${HOME:-~}/.ray/auth_token" ) ]]; then
+    export RAY_AUTH_MODE=token
+fi
 
 device="${SWEEP_DEVICE:-trnsim}"
 # Nothing to pip-install: the nodes' own environment runs the sweep.

@@ -8,6 +8,12 @@
 #
 # Settings (environment): SWEEP_RESULTS (shared folder), SWEEP_DEVICE, SWEEP_TOP,
 # SWEEP_TIMEOUT, SWEEP_EXTRA (more sweep flags, e.g. "--catalog /data/hub.csv").
+#
+# Token authentication: the sweep joins the cluster (--address auto) with the token Ray's
+# clients read: RAY_AUTH_TOKEN (KubeRay sets it, with RAY_AUTH_MODE=token, in every Ray
+# container of a cluster with `authOptions: {mode: token}`), else RAY_AUTH_TOKEN_PATH,
+# else ~/.ray/auth_token. This script passes it on only through that environment: never
+# as a flag, never into a file.
 set -euo pipefail
 
 results="${SWEEP_RESULTS:-/results}/${SWEEP_DEVICE:-trnsim}"

@@ -1,9 +1,10 @@
 """Ray executor (the default): local Ray started in-process, or a cluster with ``--address``.
 
-The only module that imports Ray. Each Ray actor is a ``Supervisor`` that owns one
-``WorkerSlot``: the model runs in the slot's worker process on the actor's node, so a
-segfault, abort, hang or runaway allocation costs one record (made next to the worker,
-with its stage and last op) and never the Ray worker. Any Ray error reaching the driver is
+With ``ray_connect`` (how the driver starts or joins Ray), the only module that imports
+Ray. Each Ray actor is a ``Supervisor`` that owns one ``WorkerSlot``: the model runs in
+the slot's worker process on the actor's node, so a segfault, abort, hang or runaway
+allocation costs one record (made next to the worker, with its stage and last op) and
+never the Ray worker. Any Ray error reaching the driver is
 therefore the infrastructure's (lost worker, node, object): those calls are retried up to
 ``--retries``; a model's own failure comes back as a record and is never retried.
 
@@ -15,7 +16,6 @@ Records go to ``on_record`` in the driver only; tasks return plain records.
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import pickle
 import shutil
@@ -33,6 +33,7 @@ from ray.exceptions import OutOfMemoryError, RayError, RayTaskError
 from sweeper.errors import UsageError
 from sweeper.executors import breadcrumbs
 from sweeper.executors.base import Check, CheckFn, OnRecord, as_check, failure_record
+from sweeper.executors.ray_connect import connect
 from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
 from sweeper.interrupt import reclaim
@@ -45,39 +46,8 @@ if TYPE_CHECKING:
 POLL_S = 0.5
 BACKSTOP_GRACE_S = 180.0  # past every per-model timeout plus a worker start: the actor is wedged
 READY_TIMEOUT_S = 600.0  # an autoscaling cluster may need minutes to add a node
-LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # records are small; do not reserve 30% of RAM
 OOM_BACKOFF_S = (0.5, 10.0)  # first and longest pause after Ray's memory monitor killed a worker
 OOM_STARTS_PER_MODEL = 3  # workers killed while starting, in a row, before the next model is an oom
-
-
-def connect(cfg: SweepConfig) -> bool:
-    """Attach to ``cfg.execution.address`` or start local Ray sized to this machine; True if started here."""
-    if ray.is_initialized():
-        return False
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-    # Inside `ray job submit` (and KubeRay RayJobs) RAY_ADDRESS names the cluster: attach.
-    address = cfg.execution.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address, **common)
-        return True
-    # Local workers inherit the driver's environment: give them its sys.path so check
-    # functions defined outside the installed package (tests, plugins) unpickle there.
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-    try:
-        ray.init(
-            num_cpus=os.cpu_count(),
-            include_dashboard=False,
-            object_store_memory=LOCAL_OBJECT_STORE,
-            **common,
-        )
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-    return True
 
 
 def describe_cluster(address: str) -> str:
@@ -138,8 +108,9 @@ class RayExecutor:
         self.spec = getattr(as_check(check, cfg), "spec", None)
         self.started_ray = connect(cfg) or self.started_ray
         reclaim()  # ray.init installs its own SIGTERM handler; the sweep must still close cleanly
-        if cfg.execution.address or os.environ.get("RAY_ADDRESS"):
-            print(describe_cluster(cfg.execution.address or os.environ.get("RAY_ADDRESS", "")), file=sys.stderr)
+        address = cfg.execution.address or os.environ.get("RAY_ADDRESS", "").strip()
+        if address:
+            print(describe_cluster(address), file=sys.stderr)
         n = cluster_workers(cfg, self.spec)
         self._remote = ray.remote(Supervisor).options(
             num_cpus=cfg.execution.num_cpus, num_gpus=gpus_per_model(cfg, self.spec), max_restarts=0, max_task_retries=0,

@@ -1,5 +1,10 @@
 """A real two-node Ray cluster on this machine, started with the project's own ``ray`` CLI.
 
+Token authentication is on, as ``ray start`` turns it on for a user: the cluster's HOME
+holds ``~/.ray/auth_token``, which ``ray start`` finds; clients given the same HOME (the
+sweep, ``ray job submit``) find it the same way with no Ray variable set. A start that
+would leave authentication off fails (``require_auth``).
+
 Every port is picked free (other Ray sessions may run beside this one), and every process
 the cluster starts is found by the cluster's temp folder (in its command line, working
 directory or inherited TMPDIR, or as a child of such a process) and ended by pid: never
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -19,8 +25,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import psutil
 import pytest
+from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -33,9 +41,11 @@ class LocalCluster:
     """Where the cluster answers and the environment its clients need."""
 
     address: str  # GCS host:port, for ``sweep --address``
+    client: str  # ray://host:port of the head's Ray Client server
     dashboard: str | None  # http://host:port of the jobs API, when started with one
     temp: str  # every process of the cluster names this folder
-    env: dict[str, str]
+    env: dict[str, str]  # HOME holds the cluster's token in .ray/auth_token
+    token: str  # to check that no output holds it
 
 
 def free_port() -> int:
@@ -82,6 +92,17 @@ def raylets(temp: str) -> list[psutil.Process]:
     return sorted(procs, key=lambda p: p.create_time())
 
 
+LOCAL_CONNECT = (  # what a sweep without --address does first, then how many CPUs it got
+    "import ray; from sweeper.config import SweepConfig; from sweeper.executors.ray_connect import connect;"
+    "connect(SweepConfig()); print('cpus', ray.cluster_resources().get('CPU')); ray.shutdown()"
+)
+
+
+def connect_without_address(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the sweep's Ray connection with no ``--address`` in a fresh process with ``env``."""
+    return subprocess.run([sys.executable, "-c", LOCAL_CONNECT], env=env, capture_output=True, text=True, timeout=180)
+
+
 def _node_ports() -> list[str]:
     # Fixed defaults (52365, 10001, ...) would collide with another node or session.
     return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
@@ -92,6 +113,18 @@ def _start(args: list[str], env: dict[str, str]) -> None:
     done = subprocess.run([str(RAY), "start", *args], env=env, capture_output=True, text=True, timeout=START_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"ray start failed ({done.returncode}): {done.stderr[-2000:]}")
+
+
+def require_auth(address: str) -> None:
+    """Fail unless the GCS at ``address`` refuses a call that carries no token."""
+    with grpc.insecure_channel(address) as channel:
+        try:
+            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=10)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+                return
+            raise RuntimeError(f"cluster at {address} did not answer: {exc.code()} {exc.details()}") from None
+    raise RuntimeError(f"cluster at {address} runs without token authentication")
 
 
 def _end(temp: str) -> list[str]:
@@ -113,13 +146,18 @@ def two_node_cluster(*, dashboard: bool = False) -> Iterator[LocalCluster]:
         pytest.skip("the ray CLI is not installed beside this Python")
     temp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")  # short: socket paths are limited
     port = free_port()
-    # HOME too: a token in ~/.ray/auth_token (from another Ray on this machine) would make
-    # the head demand it from the second node. PATH: a job's entrypoint (`sweep`) runs in
-    # the nodes' environment.
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", "TMPDIR": temp, "HOME": temp,
-           "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # HOME: the cluster's own ~/.ray/auth_token (this machine's belongs to other Ray
+    # sessions); no RAY_AUTH_* variable, as a user has none. PATH: a job's entrypoint
+    # (`sweep`) runs in the nodes' environment.
+    token = secrets.token_hex(32)
+    (Path(temp) / ".ray").mkdir()
+    (Path(temp) / ".ray" / "auth_token").write_text(token)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")}
+    env.update({"PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0", "TMPDIR": temp, "HOME": temp,
+                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
     common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
-    head = [f"--port={port}", f"--temp-dir={temp}", f"--ray-client-server-port={free_port()}"]
+    client_port = free_port()
+    head = [f"--port={port}", f"--temp-dir={temp}", f"--ray-client-server-port={client_port}"]
     url = None
     if dashboard:  # the jobs API (`ray job submit`) lives in the dashboard: ray[default]
         dash_port = free_port()
@@ -129,8 +167,11 @@ def two_node_cluster(*, dashboard: bool = False) -> Iterator[LocalCluster]:
         head.append("--include-dashboard=false")
     try:
         _start(["--head", *head, *_node_ports(), *common], env)
-        _start([f"--address=127.0.0.1:{port}", '--resources={"second_node": 1}', *_node_ports(), *common], env)
-        yield LocalCluster(address=f"127.0.0.1:{port}", dashboard=url, temp=temp, env=env)
+        require_auth(f"127.0.0.1:{port}")
+        # `ray start --address` (a node joining) turns token mode on only when told to.
+        second = [f"--address=127.0.0.1:{port}", '--resources={"second_node": 1}', *_node_ports(), *common]
+        _start(second, {**env, "RAY_AUTH_MODE": "token"})
+        yield LocalCluster(address=f"127.0.0.1:{port}", client=f"ray://127.0.0.1:{client_port}", dashboard=url, temp=temp, env=env, token=token)
     finally:
         left = _end(temp)
     assert not left, f"processes left behind: {left}"  # reached only when the test itself ended well

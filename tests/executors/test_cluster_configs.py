@@ -3,6 +3,7 @@ parse with the real CLI, and the nightly script sweeps, diffs and links as docum
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 import ray
 import typer.main
@@ -18,6 +20,9 @@ import yaml
 from sweeper.cli import app
 
 CLUSTER = Path(__file__).resolve().parents[2] / "configs" / "cluster"
+# The openAPIV3Schema (v1) of KubeRay v1.7.0's CRDs, from ray-operator/config/crd/bases/
+# ray.io_rayjobs.yaml and ray.io_raycronjobs.yaml, as compact JSON.
+KUBERAY = Path(__file__).resolve().parent / "kuberay"
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
 
 
@@ -44,6 +49,58 @@ def _check_cluster_spec(spec: dict) -> None:
     for group in spec["workerGroupSpecs"]:
         assert group["minReplicas"] <= group["replicas"] <= group["maxReplicas"]
         assert group["template"]["spec"]["containers"][0]["image"] == head["containers"][0]["image"]
+
+
+def _crd_schema(kind: str) -> dict:
+    return json.loads(gzip.decompress((KUBERAY / f"{kind}.schema.json.gz").read_bytes()))
+
+
+def _unknown_fields(doc: object, schema: dict, path: str = "") -> list[str]:
+    """Fields the CRD does not define (kubectl's strict field validation rejects them,
+    and the API server would otherwise drop them silently)."""
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return []
+    if isinstance(doc, list) and "items" in schema:
+        return [f for i, item in enumerate(doc) for f in _unknown_fields(item, schema["items"], f"{path}[{i}]")]
+    if not isinstance(doc, dict):
+        return []
+    props, extra, found = schema.get("properties"), schema.get("additionalProperties"), []
+    for key, value in doc.items():
+        if props is not None and key in props:
+            found += _unknown_fields(value, props[key], f"{path}.{key}")
+        elif isinstance(extra, dict):
+            found += _unknown_fields(value, extra, f"{path}.{key}")
+        elif props is not None:
+            found.append(f"{path}.{key}")
+    return found
+
+
+def _crd_problems(doc: dict, kind: str) -> list[str]:
+    schema = _crd_schema(kind)
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in jsonschema.Draft4Validator(schema).iter_errors(doc)]
+    return errors + [f"{f}: not in the {kind} CRD" for f in _unknown_fields(doc, schema)]
+
+
+@pytest.mark.parametrize("kind", ["rayjob", "raycronjob"])
+def test_manifests_turn_on_token_auth_and_validate_against_the_kuberay_crds(kind: str) -> None:
+    doc = _load(f"{kind}.yaml")
+    assert _crd_problems(doc, kind) == []
+    spec = doc["spec"] if kind == "rayjob" else doc["spec"]["jobTemplate"]
+    assert spec["rayClusterSpec"]["authOptions"] == {"mode": "token"}
+    # The token comes from the Secret KubeRay makes: never set in the manifest itself.
+    names = set(yaml.safe_load(spec["runtimeEnvYAML"])["env_vars"])
+    groups = [spec["rayClusterSpec"]["headGroupSpec"], *spec["rayClusterSpec"]["workerGroupSpecs"]]
+    names |= {e["name"] for g in groups for c in g["template"]["spec"]["containers"] for e in c.get("env", [])}
+    assert not {n for n in names if n.startswith("RAY_AUTH")}, names
+
+
+def test_crd_check_catches_a_bad_auth_mode_and_a_misplaced_field() -> None:
+    doc = _load("rayjob.yaml")
+    doc["spec"]["rayClusterSpec"]["authOptions"]["mode"] = "tokens"
+    doc["spec"]["authOptions"] = {"mode": "token"}  # on the RayJob instead of its cluster
+    problems = _crd_problems(doc, "rayjob")
+    assert any("'tokens' is not one of" in p for p in problems), problems
+    assert ".spec.authOptions: not in the rayjob CRD" in problems, problems
 
 
 def test_rayjob_manifest():
@@ -73,7 +130,7 @@ def _submitted(tmp_path: Path, **settings: str) -> list[str]:
     bin_dir = tmp_path / "ray-bin"
     bin_dir.mkdir(exist_ok=True)
     stub = bin_dir / "ray"
-    stub.write_text('#!/usr/bin/env bash\nprintf "%s\\0" "$@" > "$RAY_LOG"\n')
+    stub.write_text('#!/usr/bin/env bash\nprintf "%s\\0" "$@" > "$RAY_LOG"\nprintf "%s" "${RAY_AUTH_MODE-unset}" > "$RAY_LOG.mode"\n')
     stub.chmod(0o755)
     log = tmp_path / "ray.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SWEEP_", "RAY_"))}
@@ -143,3 +200,24 @@ def test_nightly_script_sweeps_then_diffs_against_the_previous_night(tmp_path, f
     assert diff_line == f"diff {results / 'trnsim' / '2000-01-01'} {tonight}"
     assert (tonight / "diff.md").read_text().startswith("diff ")
     assert (results / "trnsim" / "latest").resolve() == tonight.resolve()
+
+
+@pytest.mark.parametrize(
+    ("setting", "mode"),
+    [({"RAY_AUTH_TOKEN": "env-token-123456"}, "token"), ({"RAY_AUTH_TOKEN_PATH": "FILE"}, "token"), ({"HOME_TOKEN": "1"}, "token"),
+     ({}, "unset"), ({"RAY_AUTH_MODE": "disabled", "HOME_TOKEN": "1"}, "disabled")],
+    ids=["env-token", "token-file", "home-token", "no-token", "mode-kept"],
+)
+def test_job_submit_script_sends_the_token_the_way_ray_reads_it(tmp_path: Path, setting: dict[str, str], mode: str) -> None:
+    """``ray job submit`` sends the token only with RAY_AUTH_MODE=token: the script sets it
+    when a token is at hand, and never puts the token on the command line or in the job."""
+    setting, home = dict(setting), tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    if setting.pop("HOME_TOKEN", None):
+        (home / ".ray" / "auth_token").write_text("home-token-123456")
+    if setting.get("RAY_AUTH_TOKEN_PATH") == "FILE":
+        (tmp_path / "token").write_text("file-token-123456")
+        setting["RAY_AUTH_TOKEN_PATH"] = str(tmp_path / "token")
+    args = _submitted(tmp_path, HOME=str(home), **setting)
+    assert (tmp_path / "ray.log.mode").read_text() == mode
+    assert not [a for a in args if "token-123456" in a], args

@@ -2,7 +2,8 @@
 
 Slow (two ``ray start`` nodes with the dashboard's jobs API, a real job): ``pytest -m slow``.
 The script runs as a user runs it: from the repository root, which it ships as the job's
-working_dir; only its environment settings point it at the loopback cluster and a small zoo
+working_dir, against a cluster with token authentication on, with the token where `ray start`
+left it (``~/.ray/auth_token``) and no Ray variable set; only its environment settings point it at the loopback cluster and a small zoo
 sweep on cpu. Nothing is pip-installed: the nodes' own environment runs the job.
 """
 
@@ -46,3 +47,6 @@ def test_job_submit_script_sweeps_on_the_cluster(cluster, tmp_path: Path) -> Non
     assert len(keys) == MODELS and len(set(keys)) == MODELS, keys
     assert sorted(r["rank"] for r in records) == list(range(1, MODELS + 1))
     assert {r["device"] for r in records} == {"cpu"} and {r["status"] for r in records} <= {"pass", "fail"}, records
+    # Submitted to a cluster with token authentication, the token going nowhere it is shown.
+    leaks = [p.name for p in out.rglob("*") if p.is_file() and cluster.token.encode() in p.read_bytes()]
+    assert cluster.token not in log and leaks == [], leaks
