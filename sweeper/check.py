@@ -214,7 +214,7 @@ def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) ->
     except Exception as exc:  # noqa: BLE001 - a control that cannot run proves nothing
         record.control = {"stage": stage.value, "status": Status.ERROR.value, "reason": classify(exc).to_dict()}
         return
-    control.attribute(record, record.control, upstream_fails=upstream_fails)
+    control.attribute(record, record.control, upstream_fails=upstream_fails, device_name=device.name)
 
 
 def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
