@@ -64,6 +64,8 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
     funcs = {Stage.FORWARD: stages.forward, Stage.BACKWARD: stages.backward, Stage.COMPILE: stages.compile_stage}
     # Compile needs no forward of its own; backward needs the forward's output.
     ran = [Stage.COMPILE] if stage is Stage.COMPILE else [Stage.FORWARD] + ([Stage.BACKWARD] if stage is Stage.BACKWARD else [])
+    if stage is Stage.COMPILE:
+        torch._dynamo.reset()  # nothing the device's compilation cached (graphs, guards) serves the control
     for step in ran:
         torch.manual_seed(SEED)
         try:
