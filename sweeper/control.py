@@ -79,6 +79,22 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
             "backend": CONTROL_BACKEND if stage is Stage.COMPILE else None}
 
 
+def verdict_of(record: ModelRecord, stage: str) -> dict[str, Any]:
+    """The control verdict of a whole CPU run made to control ``stage`` (the rerun of a
+    worker that crashed, hung or ran out of memory): pass when every stage up to it passed."""
+    for result in record.stages.values():
+        if result.status is Status.FAIL:
+            reason = result.reason.to_dict() if result.reason is not None else None
+            return {"stage": stage, "status": Status.FAIL.value, "reason": reason, "backend": _backend(stage)}
+    if record.status is Status.ERROR and record.reason is not None:  # set-up outside any stage
+        return {"stage": stage, "status": Status.ERROR.value, "reason": record.reason.to_dict(), "backend": None}
+    return {"stage": stage, "status": Status.PASS.value, "reason": None, "backend": _backend(stage)}
+
+
+def _backend(stage: str) -> str | None:
+    return CONTROL_BACKEND if stage == Stage.COMPILE.value else None
+
+
 def leaked_device(control: dict[str, Any], device_name: str) -> bool:
     """Whether the control failed with the device's tensors in it: a CPU-only run that
     meets a device tensor got it from us (a cache or buffer made on the device), so its

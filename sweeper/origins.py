@@ -48,6 +48,9 @@ def on_host(reason: Reason, *, upstream_fails: bool) -> Reason:
     tracing or lowering (load, compile) is the harness's, not the device's oom/timeout."""
     if reason.origin not in DISPUTABLE:
         return reason
+    if reason.stage is None and reason.kind.value in ("oom", "timeout", "crash"):
+        # The worker went before the model began a stage: nothing of the device had run.
+        return dataclasses.replace(reason, origin=Origin.HARNESS)
     if reason.stage == Stage.LOAD.value:
         if reason.kind.value in ("oom", "timeout"):
             return dataclasses.replace(reason, origin=Origin.HARNESS, message=f"host-side work in load: {reason.message}")

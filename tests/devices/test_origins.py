@@ -161,3 +161,22 @@ def test_a_declared_gap_stays_the_devices_when_the_control_fails_for_another_rea
     assert record.reason.kind is ReasonKind.UNSUPPORTED_DTYPE and record.reason.origin is Origin.DEVICE
     finding = record.blockers[-1]
     assert finding.origin is Origin.HARNESS and finding.message.startswith("CPU control failed too")
+
+
+def test_the_control_of_a_worker_overrun_reruns_the_stage_on_the_cpu(trnsim, monkeypatch):
+    """What a fresh worker runs after a device stage crashed, hung or ran out of memory."""
+    from sweeper.check import Checker
+
+    seen = []
+
+    def build(ref: ModelRef, cfg: SweepConfig) -> Built:
+        seen.append(cfg.device.spec)
+        return Built(model=Tiny(ref.model_id.split("/")[1], rebuilt=True), inputs={"x": torch.randn(2, 4)}, architecture="Tiny",
+                     model_type="tiny", num_parameters=20)  # fmt: skip
+
+    monkeypatch.setattr(stages, "materialize", build)
+    checker = Checker.for_settings(SweepConfig.of(device="trnsim", executor="inline"))
+    passed = checker.control(ModelRef(model_id="test/none", rank=1), "backward")
+    assert passed["status"] == "pass" and passed["stage"] == "backward" and seen == ["cpu"]
+    failed = checker.control(ModelRef(model_id="test/model_bug", rank=1), "forward")
+    assert failed["status"] == "fail" and "batch_size" in failed["reason"]["message"]
