@@ -54,6 +54,14 @@ class Job:
     control_of: ModelRecord | None = None
 
 
+def _unique_bytes(proc: psutil.Process) -> int:
+    """Memory only ``proc`` holds (USS), or its RSS where the system cannot say."""
+    try:
+        return int(proc.memory_full_info().uss)
+    except (psutil.AccessDenied, AttributeError):
+        return int(proc.memory_info().rss)
+
+
 class WorkerSlot:
     """A reusable worker process running one model at a time, with timeout and memory guard."""
 
@@ -198,7 +206,9 @@ class WorkerSlot:
         total = 0
         for p in procs:
             with contextlib.suppress(psutil.Error):  # a compile worker may have just ended
-                total += p.memory_info().rss
+                # A child forked by the worker (a lowering, a blame probe) shares the worker's
+                # pages until it writes them: its RSS counts them twice, its USS does not.
+                total += p.memory_info().rss if p is procs[0] else _unique_bytes(p)
         return total / MIB
 
     def _process(self) -> psutil.Process:

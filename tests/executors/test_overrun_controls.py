@@ -48,3 +48,33 @@ def test_a_crash_with_no_control_to_prove_it_is_not_the_devices():
     record = _one("fault/segfault-1", fault_check, timeout=30)
     assert (record.reason.kind, record.reason.origin) == (ReasonKind.CRASH, Origin.HARNESS)
     assert record.control is None and "no CPU control" in record.reason.message
+
+
+def test_a_forked_child_is_charged_only_the_memory_it_does_not_share(tmp_path):
+    """descript/dac_44khz: a blame probe forked from a big worker counted the worker's pages
+    again (RSS), so the worker looked twice its size and was killed as out of memory."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    from sweeper.executors.slot import WorkerSlot
+
+    held = bytearray(200 * 1024 * 1024)  # touched: resident in this process and shared with the fork
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    try:
+        slot = WorkerSlot(SweepConfig(), b"", workdir=tmp_path)
+        me = psutil.Process()
+        slot._ps, slot._kids, slot._next_kids_scan = me, [psutil.Process(pid)], time.monotonic() + 60
+        slot.proc = type("P", (), {"pid": os.getpid()})()
+        charged = slot._rss_mb()
+        assert charged < me.memory_info().rss / 2**20 + 100, charged
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
