@@ -55,7 +55,9 @@ def config_data(ref: ModelRef, cfg: Any, notes: dict[str, Any]) -> dict[str, Any
     if ref.config is not None:
         notes["config_source"] = "ref"
         return dict(ref.config)
-    from_hub = ref.source not in (None, "zoo") and not ref.model_id.startswith("zoo/")
+    from sweeper.sources.zoo import names_default_config
+
+    from_hub = ref.source not in (None, "zoo") and not names_default_config(ref.model_id)
     if cfg.materialise.weights == "pretrained" or from_hub:
         from sweeper.materialize.pretrained import HubUnreachableError, fetch_config
 
