@@ -89,9 +89,9 @@
     text: (i) => MARK[R.stages[i][k] || "-"], key: (i) => "pfbs-".indexOf(R.stages[i][k] || "-"), title: st }));
   cols.push({ name: "status", w: "70px", text: (i) => S[R.status[i]], key: (i) => S[R.status[i]], str: true, st: true });
   if (R.change) cols.push({ name: "change", w: "84px", text: (i) => S[R.change[i]], key: (i) => S[R.change[i]], str: true, ch: true });
-  cols.push({ name: "origin", w: "96px", text: (i) => S[R.origin[i]], key: (i) => S[R.origin[i]], str: true });
+  cols.push({ name: "origin", w: "108px", text: (i) => S[R.origin[i]], key: (i) => S[R.origin[i]], str: true });
   cols.push({ name: "reason", w: "minmax(110px, 2.4fr)", text: reasonText, key: reasonText, str: true });
-  cols.push({ name: "fallback ops", w: "minmax(80px, 0.8fr)", text: fallbackText, key: fallbackText, str: true });
+  cols.push({ name: "fallback ops", w: "minmax(64px, 0.8fr)", text: fallbackText, key: fallbackText, str: true });
   const template = cols.map((c) => c.w).join(" ");
   $("thead").style.gridTemplateColumns = template;
   cols.forEach((c, k) => {
