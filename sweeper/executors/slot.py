@@ -269,8 +269,12 @@ class WorkerSlot:
         stage = controls.stage_to_control(record, self.cfg)
         if stage is None:
             return record
-        self._start()
-        self.conn.send(("control", ref, stage))
+        try:
+            self._start()
+            self.conn.send(("control", ref, stage))
+        except OSError:  # no fresh worker for the control: the failure stays unproven
+            self.kill()
+            return controls.judge(record, None)
         self.job = Job(ref, submitted=time.monotonic(), control_of=record)
         return None
 
