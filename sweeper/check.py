@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Collection
+from typing import Any
 
 from sweeper import control, origins, stages
 from sweeper.classify import classify
@@ -91,6 +92,16 @@ class Checker:
         """The record of ``ref`` on this checker's device (never raises)."""
         self.setup()
         return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage)
+
+    def control(self, ref: ModelRef, stage: str) -> dict[str, Any]:
+        """The CPU control of a stage whose worker crashed, hung or ran out of memory: the
+        model built afresh and run up to ``stage`` on the CPU (called in a fresh worker,
+        under the same time and memory limits). What happened, as the record keeps it."""
+        from sweeper.devices.base import get_device
+
+        cfg = self.cfg.replace(device="cpu", compile_backend=control.CONTROL_BACKEND, stages=(stage,))
+        record = _check(ref, cfg, get_device("cpu"), failed=None, on_stage=self.on_stage)
+        return control.verdict_of(record, stage)
 
     def between_models(self) -> None:
         """Clear what one model may leave in the device (caches, counters)."""
@@ -214,7 +225,7 @@ def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) ->
     except Exception as exc:  # noqa: BLE001 - a control that cannot run proves nothing
         record.control = {"stage": stage.value, "status": Status.ERROR.value, "reason": classify(exc).to_dict()}
         return
-    control.attribute(record, record.control, upstream_fails=upstream_fails)
+    control.attribute(record, record.control, upstream_fails=upstream_fails, device_name=device.name)
 
 
 def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:

@@ -108,7 +108,9 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
         return ("repo", ref.model_id, ref.revision)
     if ref.config is not None:
         return ("ref", digest(ref.config))
-    from_hub = ref.source not in (None, "zoo") and not ref.model_id.startswith("zoo/")
+    from sweeper.sources.zoo import names_default_config
+
+    from_hub = ref.source not in (None, "zoo") and not names_default_config(ref.model_id)
     if not from_hub:
         return ("default",)
     if not offline:

@@ -14,12 +14,13 @@ A plain function ``fn(ref, cfg)`` (a test double, a benchmark's) is wrapped by `
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sweeper.executors.registry import executor_factory, register_executor
-from sweeper.records import ModelRecord, ModelRef, Reason, ReasonKind, Status, base_record
+from sweeper.records import ModelRecord, ModelRef, Origin, Reason, ReasonKind, Status, base_record
 
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
@@ -83,12 +84,15 @@ def failure_record(
     """The record for a model whose worker crashed, hung or ran out of memory.
 
     ``infrastructure`` marks a failure that says nothing about the model (a lost Ray
-    worker, a check that raised): no other model's record is copied from it.
+    worker, a check that raised): no other model's record is copied from it, and it is
+    never the device's (ours: the harness's).
     """
     from sweeper.origins import on_host
     from sweeper.repro import repro_command
 
     reason = on_host(Reason(kind=kind, message=message, stage=stage), upstream_fails=False)
+    if infrastructure:
+        reason = dataclasses.replace(reason, origin=Origin.HARNESS)
     record = base_record(ref, sweep_id="", device=cfg.device.spec, status=status, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
     record.reason = reason
     record.blockers = [reason]

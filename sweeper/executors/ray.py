@@ -311,7 +311,8 @@ class RayExecutor:
         now = time.monotonic()
         for i, queue in enumerate(self.queues):
             if queue and queue[0].started is not None:
-                limit = len(queue[0].refs) * (self.cfg.execution.timeout + 10.0) + BACKSTOP_GRACE_S
+                # Each model may take its timeout twice: once on the device, once for its CPU control.
+                limit = len(queue[0].refs) * 2 * (self.cfg.execution.timeout + 10.0) + BACKSTOP_GRACE_S
                 if now - queue[0].started > limit:
                     wedged = TimeoutError(f"supervisor silent for {now - queue[0].started:.0f}s")
                     self._lose_actor(i, wedged, window, pending, on_record)

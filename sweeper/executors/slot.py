@@ -27,7 +27,7 @@ from typing import Any
 
 import psutil
 
-from sweeper.executors import breadcrumbs
+from sweeper.executors import breadcrumbs, controls
 from sweeper.executors.base import Check, CheckFn, failure_record
 from sweeper.executors.child import MIB, Child, fault_frame, log_tail, signal_name
 from sweeper.records import (
@@ -50,6 +50,16 @@ class Job:
     ref: ModelRef
     submitted: float
     started: float | None = None
+    # Set while the job is the CPU control of this record (a crash, timeout or oom of the device run).
+    control_of: ModelRecord | None = None
+
+
+def _unique_bytes(proc: psutil.Process) -> int:
+    """Memory only ``proc`` holds (USS), or its RSS where the system cannot say."""
+    try:
+        return int(proc.memory_full_info().uss)
+    except (psutil.AccessDenied, AttributeError):
+        return int(proc.memory_info().rss)
 
 
 class WorkerSlot:
@@ -166,6 +176,8 @@ class WorkerSlot:
                     job.started = job.started or time.monotonic()
                 elif msg[0] == "done":
                     return self._finish(msg[1], msg[2])
+                elif msg[0] == "controlled":
+                    return self._controlled(msg[1], msg[2])
         if not self.proc.is_alive():
             return self._fail_dead()
         now = time.monotonic()
@@ -194,7 +206,9 @@ class WorkerSlot:
         total = 0
         for p in procs:
             with contextlib.suppress(psutil.Error):  # a compile worker may have just ended
-                total += p.memory_info().rss
+                # A child forked by the worker (a lowering, a blame probe) shares the worker's
+                # pages until it writes them: its RSS counts them twice, its USS does not.
+                total += p.memory_info().rss if p is procs[0] else _unique_bytes(p)
         return total / MIB
 
     def _process(self) -> psutil.Process:
@@ -229,7 +243,12 @@ class WorkerSlot:
             self.stop()
         return record
 
-    def _fail_dead(self) -> ModelRecord:
+    def _controlled(self, verdict: dict[str, Any] | None, leaked: list[str]) -> ModelRecord:
+        assert self.job is not None and self.job.control_of is not None
+        record = controls.judge(self.job.control_of, verdict)
+        return self._finish(record, leaked)
+
+    def _fail_dead(self) -> ModelRecord | None:
         self.proc.join(1.0)
         code = self.proc.exitcode
         if code is not None and code < 0:
@@ -239,7 +258,27 @@ class WorkerSlot:
             return self._failure(Status.CRASH, ReasonKind.CRASH, f"died of {sig}")
         return self._failure(Status.CRASH, ReasonKind.CRASH, f"exited with code {code}")
 
-    def _failure(self, status: Status, kind: ReasonKind, how: str, *, kill: bool = False) -> ModelRecord:
+    def _failure(self, status: Status, kind: ReasonKind, how: str, *, kill: bool = False) -> ModelRecord | None:
+        """The record of a worker that died, hung or grew past its memory; ``None`` while
+        the CPU control of a device stage's failure runs (``controls``), its record to come."""
+        assert self.job is not None
+        ref, control_of = self.job.ref, self.job.control_of
+        record = self._failure_record(status, kind, how, kill=kill)
+        if control_of is not None:  # the control itself crashed, hung or ran out: under the same limits
+            return controls.judge(control_of, controls.verdict_of_failure(record, control_of))
+        stage = controls.stage_to_control(record, self.cfg)
+        if stage is None:
+            return record
+        try:
+            self._start()
+            self.conn.send(("control", ref, stage))
+        except OSError:  # no fresh worker for the control: the failure stays unproven
+            self.kill()
+            return controls.judge(record, None)
+        self.job = Job(ref, submitted=time.monotonic(), control_of=record)
+        return None
+
+    def _failure_record(self, status: Status, kind: ReasonKind, how: str, *, kill: bool = False) -> ModelRecord:
         assert self.job is not None
         job, self.job = self.job, None
         found = breadcrumbs.read(self.progress_path)

@@ -8,8 +8,9 @@ and compare a snapshot of patchable torch/transformers attributes with the one t
 start. A model that monkey-patched torch or transformers makes the worker ask to be
 recycled, so the next model starts in a fresh process.
 
-Messages over the socket: parent -> ``("run", ref)`` | ``("stop",)``;
-worker -> ``("ready", pid)`` once, then ``("done", record, leaks)`` per model.
+Messages over the socket: parent -> ``("run", ref)`` | ``("control", ref, stage)`` | ``("stop",)``;
+worker -> ``("ready", pid)`` once, then ``("done", record, leaks)`` per model and
+``("controlled", verdict, leaks)`` per control (``None``: the check has no CPU control).
 """
 
 from __future__ import annotations
@@ -165,6 +166,21 @@ def run_one(check: Check, ref: ModelRef, cfg: Any) -> ModelRecord:
         )
 
 
+def run_control(check: Check, ref: ModelRef, stage: str) -> dict[str, Any] | None:
+    """``check.control(ref, stage)``: the CPU rerun of a stage whose worker crashed, hung or
+    ran out of memory. ``None`` when the check has none; its own exception is its verdict."""
+    control = getattr(check, "control", None)
+    if control is None:
+        return None
+    breadcrumbs.begin(ref.key)
+    try:
+        return control(ref, stage)
+    except BaseException as exc:  # noqa: BLE001 - a control that cannot run proves nothing
+        text = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return {"stage": stage, "status": Status.ERROR.value, "backend": None,
+                "reason": {"kind": ReasonKind.HARNESS.value, "message": f"control raised: {text}", "stage": stage}}
+
+
 def main(fd: int) -> None:
     """Entry point of a worker process: ``python -m sweeper.executors.worker FD``.
 
@@ -189,12 +205,12 @@ def main(fd: int) -> None:
             msg = conn.recv()
         except (EOFError, OSError):
             return
-        if msg[0] != "run":
+        if msg[0] not in ("run", "control"):
             return
-        record = run_one(check, msg[1], cfg)
+        result = run_one(check, msg[1], cfg) if msg[0] == "run" else run_control(check, msg[1], msg[2])
         _between_models(defaults, check)
         after = snapshot()
-        conn.send(("done", record, leaks(before, after)))
+        conn.send(("done" if msg[0] == "run" else "controlled", result, leaks(before, after)))
         # Modules first imported by this model join the baseline.
         before = {**after, **before}
 

@@ -24,10 +24,6 @@ from sweeper.materialize.pristine import pristine
 from sweeper.records import ModelRef, ReasonKind
 
 SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers"})
-# Inputs no config can disagree with (ids in range, all-ones masks, labels from them).
-TOKEN_ONLY_INPUTS = frozenset(
-    {"input_ids", "attention_mask", "token_type_ids", "labels", "use_cache", "decoder_input_ids"}
-)
 
 
 class ShrinkError(SweeperError):
@@ -55,7 +51,9 @@ def config_data(ref: ModelRef, cfg: Any, notes: dict[str, Any]) -> dict[str, Any
     if ref.config is not None:
         notes["config_source"] = "ref"
         return dict(ref.config)
-    from_hub = ref.source not in (None, "zoo") and not ref.model_id.startswith("zoo/")
+    from sweeper.sources.zoo import names_default_config
+
+    from_hub = ref.source not in (None, "zoo") and not names_default_config(ref.model_id)
     if cfg.materialise.weights == "pretrained" or from_hub:
         from sweeper.materialize.pretrained import HubUnreachableError, fetch_config
 
@@ -216,10 +214,9 @@ def _probe_tiny(config: Any, cls: type, cfg: Any, kind: str | None, notes: dict[
         # beside bfloat16 weights): the model's, as a user loading it in that dtype meets it.
         notes["upstream_control"] = f"{control} (in {cfg.device.dtype} only)"
         return first
-    if control and "input_ids" in first[1] and set(first[1]) <= TOKEN_ONLY_INPUTS:
-        # Token ids in range and all-ones masks fit any config: a failure the unshrunk
-        # default repeats at the same place is the default config's, not ours.
-        raise ConfigError(f"default config fails upstream ({control})")
+    # A forward the unshrunk default fails at the same place is no config error: the
+    # config builds (config_error is only for one that does not, checked on meta), and
+    # the inputs may be what it lacks. The note lets the CPU control call it the model's.
     if control:
         notes["upstream_control"] = control
     return first

@@ -221,12 +221,48 @@ def _takes_queries(ctx: Any, model: Any) -> bool:
     return _query_count(ctx) is not None and marked and {"input_ids", "pixel_values"} <= set(ctx.params)
 
 
+def _spectrogram_decoder(ctx: Any, model: Any) -> None:
+    """Encoder-decoders that decode spectrograms (text-to-speech, speech-to-speech): the
+    decoder reads mel frames, and its loss wants target frames, ``reduction_factor``
+    of them per decoder step. Without them the decoder has no input at all."""
+    import torch
+
+    from sweeper.materialize.signals import DECODER_LEN
+
+    mels = int(ctx.config.num_mel_bins)
+    factor = int(getattr(ctx.config, "reduction_factor", 1) or 1)
+    ctx.inputs["decoder_input_values"] = torch.randn((ctx.batch, DECODER_LEN, mels), generator=ctx.generator)
+    if "labels" in ctx.params:
+        ctx.inputs["labels"] = torch.randn((ctx.batch, DECODER_LEN * factor, mels), generator=ctx.generator)
+
+
+def _decodes_spectrograms(ctx: Any, model: Any) -> bool:
+    mels = getattr(ctx.config, "num_mel_bins", None)
+    return "decoder_input_values" in ctx.params and isinstance(mels, int) and mels > 0
+
+
+def _pad_token(ctx: Any, model: Any) -> None:
+    """A classifier that pools each row at its last non-pad token cannot batch rows
+    without a pad token (GPT-2's ``Cannot handle batch sizes > 1``): a user sets one, the
+    eos token as the model's docs say, and so do we."""
+    eos = ctx.config.eos_token_id
+    ctx.config.pad_token_id = eos if isinstance(eos, int) and not isinstance(eos, bool) else 0
+
+
+def _needs_pad_token(ctx: Any, model: Any) -> bool:
+    return (ctx.head_kind == "SEQUENCE_CLASSIFICATION" and ctx.batch > 1 and "input_ids" in ctx.params
+            and hasattr(ctx.config, "pad_token_id") and ctx.config.pad_token_id is None
+            and not getattr(ctx.config, "is_encoder_decoder", False))
+
+
 def _required(ctx: Any, name: str) -> bool:
     param = ctx.params.get(name)
     return param is not None and param.default is param.empty
 
 
 INPUT_RULES: tuple[tuple[Any, Any], ...] = (
+    (_needs_pad_token, _pad_token),
+    (_decodes_spectrograms, _spectrogram_decoder),
     (lambda ctx, model: "spatial_shapes" in ctx.params and "pixel_values" in ctx.params, _native_patches),
     (lambda ctx, model: "visual_feats" in ctx.params and hasattr(ctx.config, "visual_feat_dim"), _region_features),
     (lambda ctx, model: "lang_ids" in ctx.params and getattr(ctx.config, "languages", None), _language_ids),

@@ -192,7 +192,8 @@ def make_inputs(
         ctx.inputs["use_cache"] = False
     extra = _labels(ctx, head_kind)
     ctx.inputs.update(extra)
-    return cast_floating(ctx.inputs, model_dtype(model)), bool(extra)
+    # Labels a family rule built (spectrogram targets) make a loss as well.
+    return cast_floating(ctx.inputs, model_dtype(model)), bool(extra) or "labels" in ctx.inputs
 
 
 def model_dtype(model: Any) -> Any:

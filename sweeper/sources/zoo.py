@@ -2,7 +2,8 @@
 
 One ref per model type with at least one model class. The ref names the head to build
 (one that gives a loss and runs the whole model when the type has one), the task that
-head serves and, where the config class documents one, the canonical checkpoint id.
+head serves and, where the config class documents one of the type's own, the canonical
+checkpoint id; else ``<type> (default config)``.
 Rank order: a curated list of the most-used architectures, then the rest alphabetically.
 """
 
@@ -76,6 +77,57 @@ def canonical_checkpoint(model_type: str) -> str | None:
     return match.group(1) if match else None
 
 
+# What a zoo entry is called when no checkpoint of its own type is documented: it is built
+# from the type's default config, and says so (never a Hub link).
+DEFAULT_CONFIG = " (default config)"
+# Parts and variants of a type (``aimv2_vision_model``, ``qwen3_moe``) are documented with
+# their family's checkpoint: these trailing words may be dropped to find the family's name.
+# A version (``qwen2_5_vl``: ``vl`` is no role) never is: Qwen2-VL is not Qwen2.5-VL.
+_ROLES = frozenset({"vision", "text", "audio", "video", "speech", "encoder", "decoder", "model", "moe",
+                    "thinker", "tokenizer", "acoustic", "lite", "dense", "hybrid", "shared", "swa", "omni"})
+_CLASS_HEAD = re.compile(r"(?:For[A-Z]\w*|Model|LMHeadModel|Config)$")
+
+
+def default_config_id(model_type: str) -> str:
+    """The id of a zoo entry built from ``model_type``'s default config."""
+    return f"{model_type}{DEFAULT_CONFIG}"
+
+
+def names_default_config(model_id: str) -> bool:
+    """Whether ``model_id`` names a type's default config rather than a checkpoint (the
+    ``zoo/<type>`` spelling of older records included)."""
+    return model_id.startswith("zoo/") or model_id.endswith(DEFAULT_CONFIG)
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def is_own_checkpoint(checkpoint: str, model_type: str, class_names: tuple[str, ...] = ()) -> bool:
+    """Whether ``checkpoint`` is of ``model_type``: its repo name contains the type's name or
+    one of its classes' (``Qwen/Qwen2-VL-7B-Instruct`` is not of ``qwen2_5_vl``; a config
+    docstring sometimes names another model's checkpoint)."""
+    repo = _squash(checkpoint.split("/")[-1])
+    words = model_type.split("_")
+    names = {_squash(model_type)}
+    while len(words) > 1 and words[-1] in _ROLES:
+        words = words[:-1]
+        names.add(_squash("_".join(words)))
+    names |= {_squash(_CLASS_HEAD.sub("", c)) for c in class_names}
+    return any(len(n) >= 2 and n in repo for n in names)
+
+
+def zoo_checkpoint(model_type: str, architecture: str) -> str | None:
+    """The documented checkpoint of ``model_type`` when it is of that type, else ``None``."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    checkpoint = canonical_checkpoint(model_type)
+    if checkpoint is None:
+        return None
+    classes = (architecture, CONFIG_MAPPING_NAMES.get(model_type, ""))
+    return checkpoint if is_own_checkpoint(checkpoint, model_type, classes) else None
+
+
 def zoo_ref(model_type: str, rank: int) -> ModelRef:
     """The ref the zoo lists for one model type at ``rank``."""
     head = preferred_head(model_type)
@@ -83,7 +135,7 @@ def zoo_ref(model_type: str, rank: int) -> ModelRef:
         raise KeyError(f"model type {model_type!r} has no model class in transformers")
     architecture, task = head
     return ModelRef(
-        model_id=canonical_checkpoint(model_type) or f"zoo/{model_type}",
+        model_id=zoo_checkpoint(model_type, architecture) or default_config_id(model_type),
         rank=rank,
         pipeline_tag=task,
         library_name="transformers",

@@ -29,10 +29,12 @@ class LoweringToolFailure(SweeperError):
 class Tiny(torch.nn.Module):
     """A linear layer, plus one injected fault in its forward."""
 
-    def __init__(self, fault: str) -> None:
+    def __init__(self, fault: str, *, rebuilt: bool = False) -> None:
         super().__init__()
         self.fault = fault
         self.calls = 0
+        self.rebuilt = rebuilt  # built again (the CPU control): its first call is no reference run
+        self.cache: torch.Tensor | None = None
         self.linear = torch.nn.Linear(4, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -43,16 +45,41 @@ class Tiny(torch.nn.Module):
             y = y + y.double().sum().float()  # float64: the profile refuses it on the device
         elif self.fault == "lowering_tool" and on_device:
             raise LoweringToolFailure("failed to legalize operation 'torch.aten.native_op'", op="aten::native_op")
-        elif self.fault in ("input_rule", "model_bug") and self.calls > 1:  # after the CPU reference in load
+        elif self.fault in ("input_rule", "model_bug") and (self.calls > 1 or self.rebuilt):  # after the CPU reference in load
             raise ValueError("Expected input batch_size (2) to match target batch_size (3)")
+        elif self.fault in ("device_cache", "global_cache"):
+            # A tensor made once, on whatever device the first run after load used, and
+            # reused: an attribute of the model (gone with a fresh build), or module state.
+            cached = self.cache if self.fault == "device_cache" else _GLOBAL_CACHE.get("t")
+            if cached is None and self.calls > 1:
+                cached = torch.ones(4, device=y.device)
+                self.cache = cached
+                _GLOBAL_CACHE["t"] = cached
+            if cached is not None and cached.device != y.device:  # what a CPU kernel says of a trnsim tensor
+                raise RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                                   f"devices, {y.device} and {cached.device}!")
+            y = y + cached if cached is not None else y
+            if on_device:
+                raise LoweringToolFailure("failed to legalize operation 'torch.aten.native_op'", op="aten::native_op")
+        elif self.fault == "declared_then_cpu_bug":
+            if on_device:
+                y = y + y.double().sum().float()  # refused by the profile on the device
+            elif self.calls > 1 or self.rebuilt:
+                raise ValueError("Expected input batch_size (2) to match target batch_size (3)")
         return y
 
 
+_GLOBAL_CACHE: dict[str, torch.Tensor] = {}
+
+
 def _check(monkeypatch: pytest.MonkeyPatch, fault: str, *, upstream_fails: bool = False, **cfg: Any):
+    builds = []
+
     def build(ref: ModelRef, _cfg: SweepConfig) -> Built:
         torch.manual_seed(0)
+        builds.append(_cfg.device.spec)
         notes = {"upstream_control": "the unshrunk config fails the same way on meta"} if upstream_fails else {}
-        return Built(model=Tiny(fault), inputs={"x": torch.randn(2, 4)}, architecture="Tiny", model_type="tiny",
+        return Built(model=Tiny(fault, rebuilt=len(builds) > 1), inputs={"x": torch.randn(2, 4)}, architecture="Tiny", model_type="tiny",
                      num_parameters=20, notes=notes)  # fmt: skip
 
     monkeypatch.setattr(stages, "materialize", build)
@@ -103,3 +130,53 @@ def test_a_stage_that_recorded_a_blocker_fails(trnsim, monkeypatch):
 def test_a_passing_model_pays_for_no_control(trnsim, monkeypatch):
     record = _check(monkeypatch, "none")
     assert record.status is Status.PASS and record.control is None
+
+
+def test_the_control_builds_its_own_model_on_the_cpu(trnsim, monkeypatch):
+    """kyutai/mimi: a tensor the device run cached on the model met the control's CPU
+    tensors, the control failed, and five lowering-tool findings became the harness's.
+    The control builds the model afresh on the CPU: nothing of the device run is in it."""
+    record = _check(monkeypatch, "device_cache")
+    assert record.control["status"] == "pass", record.control
+    assert record.reason.kind is ReasonKind.LOWERING_TOOL_ERROR and record.reason.origin is Origin.LOWERING_TOOL
+
+
+def test_a_control_that_meets_device_tensors_is_our_bug_and_changes_no_blocker(trnsim, monkeypatch):
+    _GLOBAL_CACHE.clear()
+    try:
+        record = _check(monkeypatch, "global_cache")
+    finally:
+        _GLOBAL_CACHE.clear()
+    assert record.control["status"] == "fail" and "trnsim" in record.control["reason"]["message"]
+    assert record.reason.kind is ReasonKind.LOWERING_TOOL_ERROR and record.reason.origin is Origin.LOWERING_TOOL
+    assert record.stages["forward"].reason.origin is Origin.LOWERING_TOOL
+    leak = record.blockers[-1]
+    assert (leak.kind, leak.origin, leak.stage) == (ReasonKind.HARNESS, Origin.HARNESS, "forward")
+    assert leak.message.startswith("CPU control met device tensors")
+
+
+def test_a_declared_gap_stays_the_devices_when_the_control_fails_for_another_reason(trnsim, monkeypatch):
+    record = _check(monkeypatch, "declared_then_cpu_bug")
+    assert record.control["status"] == "fail"
+    assert record.reason.kind is ReasonKind.UNSUPPORTED_DTYPE and record.reason.origin is Origin.DEVICE
+    finding = record.blockers[-1]
+    assert finding.origin is Origin.HARNESS and finding.message.startswith("CPU control failed too")
+
+
+def test_the_control_of_a_worker_overrun_reruns_the_stage_on_the_cpu(trnsim, monkeypatch):
+    """What a fresh worker runs after a device stage crashed, hung or ran out of memory."""
+    from sweeper.check import Checker
+
+    seen = []
+
+    def build(ref: ModelRef, cfg: SweepConfig) -> Built:
+        seen.append(cfg.device.spec)
+        return Built(model=Tiny(ref.model_id.split("/")[1], rebuilt=True), inputs={"x": torch.randn(2, 4)}, architecture="Tiny",
+                     model_type="tiny", num_parameters=20)  # fmt: skip
+
+    monkeypatch.setattr(stages, "materialize", build)
+    checker = Checker.for_settings(SweepConfig.of(device="trnsim", executor="inline"))
+    passed = checker.control(ModelRef(model_id="test/none", rank=1), "backward")
+    assert passed["status"] == "pass" and passed["stage"] == "backward" and seen == ["cpu"]
+    failed = checker.control(ModelRef(model_id="test/model_bug", rank=1), "forward")
+    assert failed["status"] == "fail" and "batch_size" in failed["reason"]["message"]

@@ -141,3 +141,40 @@ def test_a_named_op_the_profile_refuses_stays_the_devices(trnsim, lowering):
     trnsim.apply_profile(parse_profile(data))
     _, reason = _verdict(torch.erfinv, torch.rand(4, device="trnsim") - 0.5)
     assert (reason.kind, reason.op, reason.origin) == (ReasonKind.COMPILE_ERROR, "aten::erfinv", Origin.DEVICE)
+
+
+def test_a_lowering_that_runs_out_of_host_memory_is_the_harness_even_when_an_op_fails_alone(lowering, monkeypatch):
+    """google/efficientnet-b2: the backward graph's lowering died of host memory, and a
+    probe of one op alone then failed too; the blocker was the tool's, named after that op.
+    Memory the host ran out of says nothing about any op: host-side work, the harness's."""
+    import os
+
+    def dies_on_the_graph(gm, name):
+        if name != "probe":
+            os._exit(0)  # the child ends without an answer: what a memory kill looks like
+        return None, ["error: failed to legalize operation 'torch.aten.sin'"]
+
+    monkeypatch.setattr(lowering, "_import", dies_on_the_graph)
+    _, reason = _verdict(torch.sin, torch.rand(4, device="trnsim"))
+    assert (reason.kind, reason.origin, reason.op) == (ReasonKind.OOM, Origin.HARNESS, None)
+    assert "ran out of memory" in reason.message and "host-side" in reason.message
+
+
+def test_blame_probes_stop_at_their_own_time_budget(lowering, monkeypatch):
+    """descript/dac_44khz: blame probes ran on until the worker's limits ended the model.
+    All the probes of one blame share a budget; past it no op is blamed."""
+    import time
+
+    def graph_fails_probes_hang(gm, name):
+        if name != "probe":
+            return None, ["error: failed to legalize operation 'torch.constant.int'"]
+        time.sleep(60)
+        return "never", []
+
+    monkeypatch.setattr(lowering, "_import", graph_fails_probes_hang)
+    monkeypatch.setattr(lowering, "TIMEOUT_S", 30.0)
+    monkeypatch.setattr(lowering, "BLAME_TIMEOUT_S", 2.0)
+    started = time.monotonic()
+    _, reason = _verdict(torch.sin, torch.rand(4, device="trnsim"))
+    assert time.monotonic() - started < 15
+    assert reason.op is None and reason.kind is ReasonKind.LOWERING_TOOL_ERROR

@@ -194,3 +194,32 @@ def budget_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     record = ok_check(ref, cfg)
     record.notes["budget_mb"] = budget_bytes(cfg) // MIB
     return record
+
+
+class ControlledCheck:
+    """A check with a CPU control (as ``Checker`` has): the device run does what the model
+    id says in its backward stage (``fault/oom-1`` eats memory), the control does what
+    ``on_cpu`` says (``"same"``: the same again; ``"pass"``: passes)."""
+
+    def __init__(self, on_cpu: str) -> None:
+        self.on_cpu = on_cpu
+
+    def setup(self) -> ControlledCheck:
+        return self
+
+    def check(self, ref: ModelRef) -> ModelRecord:
+        name = ref.model_id.split("/", 1)[-1].split("-", 1)[0]
+        if ref.model_id.startswith("fault/"):
+            breadcrumbs.mark(stage="backward")
+            FAULTS[name]()
+        return base_record(ref, sweep_id="t", device="trnsim", status=Status.PASS)
+
+    def control(self, ref: ModelRef, stage: str) -> dict[str, Any]:
+        name = ref.model_id.split("/", 1)[-1].split("-", 1)[0]
+        if self.on_cpu == "same":
+            breadcrumbs.mark(stage=stage)
+            FAULTS[name]()
+        return {"stage": stage, "status": "pass", "reason": None, "backend": None, "pid": os.getpid()}
+
+    def between_models(self) -> None:
+        return None

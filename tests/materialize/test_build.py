@@ -12,6 +12,7 @@ from sweeper.errors import ConfigError, InputSynthesisError, RemoteCodeError, Un
 from sweeper.materialize import materialize
 from sweeper.materialize.build import TooLargeError
 from sweeper.records import ModelRef
+from sweeper.reference import scalar_loss
 from sweeper.sources.zoo import zoo_ref
 
 CFG = SweepConfig()
@@ -125,10 +126,41 @@ def test_offline_tiny_falls_back_to_the_type_default_and_says_so(monkeypatch):
         materialize(_ref(model_type="bert", source="catalog"), CFG)
 
 
-def test_text_only_failure_the_unshrunk_default_repeats_is_upstream():
-    # The default GLM-4V text config's mrope sections do not fit its rotary width.
-    with pytest.raises(ConfigError, match="fails upstream"):
-        materialize(zoo_ref("glm4v_text", 1), CFG)
+def test_a_forward_the_unshrunk_default_repeats_is_no_config_error():
+    """The default GLM-4V text config's mrope sections do not fit its rotary width: the
+    config builds, its forward fails on meta too. Not a config_error (that is a default
+    config that does not build): the model is built, and the note hands the verdict to
+    the CPU control (the model's, when the CPU fails the same way)."""
+    built = materialize(zoo_ref("glm4v_text", 1), CFG)
+    assert built.notes["upstream_control"].startswith("the unshrunk config fails the same way on meta")
+
+
+@pytest.mark.parametrize("head", ["SpeechT5ForTextToSpeech", "SpeechT5ForSpeechToSpeech", "SpeechT5ForSpeechToText"])
+def test_speech_encoder_decoders_get_decoder_inputs(head):
+    """microsoft/speecht5_tts was a config_error: its decoder got no input at all. A
+    spectrogram decoder gets mel frames and targets; a text decoder, ids."""
+    import dataclasses
+
+    built = materialize(dataclasses.replace(zoo_ref("speecht5", 1), architecture=head), CFG)
+    assert "probe" not in built.notes and "upstream_control" not in built.notes, built.notes
+    decoder = "decoder_input_ids" if head.endswith("ToText") else "decoder_input_values"
+    assert decoder in built.inputs and built.has_labels
+    output = built.model(**built.inputs)
+    # transformers computes no speech-to-speech loss: the mean of the outputs stands in.
+    assert (output.loss is not None) or head == "SpeechT5ForSpeechToSpeech"
+    assert scalar_loss(output, has_labels=built.has_labels).requires_grad
+
+
+def test_sequence_classification_of_a_batch_gets_a_pad_token():
+    """GPT2ForSequenceClassification was a model_error: "Cannot handle batch sizes > 1 if
+    no padding token is defined". A user sets one (the eos token); so do we."""
+    import dataclasses
+
+    built = materialize(dataclasses.replace(zoo_ref("gpt2", 1), architecture="GPT2ForSequenceClassification"), CFG)
+    assert built.inputs["input_ids"].shape[0] > 1
+    assert built.model.config.pad_token_id == built.model.config.eos_token_id
+    assert "probe" not in built.notes
+    assert built.model(**built.inputs).loss is not None
 
 
 def test_probe_falls_back_to_a_gentler_shrink_or_layout_that_runs():

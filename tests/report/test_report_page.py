@@ -170,3 +170,25 @@ def test_compare_marks_fixed_and_regressed_models(browser: Any, tmp_path: Path) 
     assert visible(browser) == ["org/now-fixed"]
     choose(browser, "f-change", "new")
     assert visible(browser) == ["org/brand-new"]
+
+
+LONG_ID = "opensearch-project/opensearch-neural-sparse-encoding-doc-v2-distill"  # the longest of the top 1000
+
+
+def test_every_header_and_a_long_model_id_are_readable_at_1400px(browser: Any, tmp_path: Path) -> None:
+    """Published pages cut model ids off and clipped the rightmost column header."""
+    out = write_sweep(tmp_path / "out", [*sweep_records(), record(LONG_ID, 11, 40, "fail", fail_at="forward")])
+    site = Path(publish(out, str(tmp_path / "site")))
+    browser.set_window_size(1400, 1000)
+    opened(browser, site)
+    clipped = browser.execute_script("""
+        const table = document.getElementById('table').getBoundingClientRect();
+        return [...document.querySelectorAll('#thead > div')].filter((c) => {
+          const r = c.getBoundingClientRect();
+          return c.scrollWidth > c.clientWidth + 1 || r.right > table.right + 0.5; }).map((c) => c.textContent);""")
+    assert clipped == []
+    type_search(browser, "sparse-encoding")
+    cell = browser.find_element("css selector", "#spacer .row:not([hidden]) > div.id")
+    shown = browser.execute_script("const c = arguments[0]; return [c.scrollWidth <= c.clientWidth + 1, "
+                                   "c.scrollHeight <= c.clientHeight + 1, c.title]", cell)
+    assert shown == [True, True, LONG_ID]

@@ -6,7 +6,7 @@ import itertools
 
 from sweeper.config import SweepConfig
 from sweeper.sources.base import get_source, select
-from sweeper.sources.zoo import POPULAR, ZooSource, zoo_heads, zoo_types
+from sweeper.sources.zoo import POPULAR, ZooSource, is_own_checkpoint, zoo_heads, zoo_types
 
 
 def test_zoo_lists_every_buildable_type_once_with_a_head():
@@ -24,9 +24,41 @@ def test_canonical_checkpoint_ids_come_from_the_installed_docs():
     by_type = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 20)}
     assert by_type["bert"].model_id == "google-bert/bert-base-uncased"
     assert by_type["gpt2"].model_id == "openai-community/gpt2"
-    # A type without a documented checkpoint gets a zoo/ id.
+    # A type without a documented checkpoint is named after its default config.
     refs = {r.model_type: r for r in ZooSource(None).refs()}
-    assert refs["encoder-decoder"].model_id == "zoo/encoder-decoder"
+    assert refs["encoder-decoder"].model_id == "encoder-decoder (default config)"
+
+
+def test_a_checkpoint_of_another_model_type_is_never_a_zoo_entrys_name():
+    """``make sweep`` printed ``ByteDance-Seed/Seed-OSS-36B-Instruct (SegformerForImageClassification)``:
+    the config docstring named another model's checkpoint. Such an entry gets a neutral id."""
+    refs = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 60)}
+    assert refs["segformer"].model_id == "segformer (default config)"
+    assert refs["qwen2_5_vl"].model_id == "qwen2_5_vl (default config)"  # Qwen2-VL is another type
+    assert refs["xlm-roberta"].model_id == "xlm-roberta (default config)"  # xlm-mlm is XLM's
+    assert refs["qwen2_vl"].model_id == "Qwen/Qwen2-VL-7B-Instruct"
+    assert refs["xlm"].model_id == "FacebookAI/xlm-mlm-en-2048"
+    assert is_own_checkpoint("Qwen/Qwen3-30B-A3B-Base", "qwen3_moe")  # a variant keeps its family's
+    assert not is_own_checkpoint("Qwen/Qwen2-VL-7B-Instruct", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",))
+
+
+def test_a_default_config_id_works_wherever_an_id_is_used(tmp_path):
+    """``sweep one`` finds it from its repro command, it builds from the default config
+    (never asks the Hub), and it is no Hub link on the page or in the report."""
+    import shlex
+
+    from sweeper.fingerprint import config_origin
+    from sweeper.repro import repro_command
+    from sweeper.report.escape import model_link
+    from sweeper.resolve import resolve_model
+
+    ref = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 60)}["segformer"]
+    cfg = SweepConfig.of(source="zoo", device="cpu")
+    command = shlex.split(repro_command(ref, cfg))
+    assert command[-1] == "segformer (default config)"
+    assert resolve_model(command[-1], cfg) == ref
+    assert config_origin(ref.__class__(model_id=ref.model_id, rank=1, model_type="segformer"), cfg, offline=False) == ("default",)
+    assert "huggingface.co" not in model_link(ref.model_id)
 
 
 def test_rank_order_is_popular_first_then_alphabetical():

@@ -128,6 +128,9 @@ MEMORY_BYTES = int(float(os.environ.get("TRNSIM_LOWERING_MEMORY_GB", "4")) * (1 
 # graph: a probe that runs away (e.g. ``slice_scatter`` to the end of a dimension) is
 # stopped at this lower limit, seconds sooner, with the same op blamed.
 PROBE_MEMORY_BYTES = int(float(os.environ.get("TRNSIM_PROBE_MEMORY_GB", "1")) * (1 << 30))
+# All the probes of one ``blame`` together (seconds): host-side work with a budget of its own,
+# so a graph of many ops cannot spend a model's whole timeout on finding whom to blame.
+BLAME_TIMEOUT_S = float(os.environ.get("TRNSIM_BLAME_TIMEOUT", "60"))
 
 
 def _preload() -> None:
@@ -173,7 +176,7 @@ _CIRCUMSTANTIAL = ("lowering aborted: did not finish", "lowering aborted: ran ou
 
 def _limits() -> str:
     """The limits a verdict was reached under (a verdict is reused under the same ones)."""
-    return f"{TIMEOUT_S}:{MEMORY_BYTES}:{PROBE_MEMORY_BYTES}"
+    return f"{TIMEOUT_S}:{MEMORY_BYTES}:{PROBE_MEMORY_BYTES}:{BLAME_TIMEOUT_S}"
 
 
 def clear_cache() -> None:
@@ -205,7 +208,11 @@ def _lower_uncached(gm: torch.fx.GraphModule, name: str) -> LoweringResult:
     if text is not None:
         return LoweringResult(True, stablehlo=text)
     joined = "\n".join(d.strip() for d in diags if d.strip())
-    op = failing_op(joined) or blame(gm)
+    # A lowering stopped at its time or memory limit says nothing about any op: probing
+    # ops alone would blame one for what host memory or time did (and run into the same
+    # limits). The verdict is the host's.
+    aborted = any(d.startswith("lowering aborted") for d in diags)
+    op = None if aborted else failing_op(joined) or blame(gm)
     first = next((d for d in diags if d.startswith("lowering aborted")), "") or \
         next((d for d in diags if "failed" in d or "error" in d.lower()), diags[0] if diags else "")
     summary = first.strip().splitlines()[0][:300] if first.strip() else "lowering failed"
@@ -237,8 +244,9 @@ def blame(gm: torch.fx.GraphModule) -> str | None:
             firsts.setdefault(name, (name, node))
             variants.setdefault(f"{name}{variant(node)}", (name, node))
     first_nodes = {id(node) for _, node in firsts.values()}
-    return _blame_among(list(firsts.values())) or \
-        _blame_among([(name, node) for name, node in variants.values() if id(node) not in first_nodes])
+    deadline = time.monotonic() + BLAME_TIMEOUT_S
+    return _blame_among(list(firsts.values()), deadline) or \
+        _blame_among([(name, node) for name, node in variants.values() if id(node) not in first_nodes], deadline)
 
 
 def variant(node: torch.fx.Node) -> str:
@@ -251,8 +259,10 @@ def variant(node: torch.fx.Node) -> str:
     return repr(torch.fx.node.map_aggregate((node.args, node.kwargs), spell))
 
 
-def _blame_among(candidates: list[tuple[str, torch.fx.Node]]) -> str | None:
-    """Lower each candidate node alone, in graph order; the op of the first that fails."""
+def _blame_among(candidates: list[tuple[str, torch.fx.Node]], deadline: float) -> str | None:
+    """Lower each candidate node alone, in graph order; the op of the first that fails.
+    ``None`` when none fails, or when the probes run out of ``blame``'s budget (time up to
+    ``deadline``, ``PROBE_MEMORY_BYTES``): no op is blamed without proof."""
     probes: list[tuple[str, torch.fx.GraphModule]] = []
     for name, node in candidates:
         single = _single_node(node)
@@ -278,8 +288,11 @@ def _blame_among(candidates: list[tuple[str, torch.fx.Node]]) -> str | None:
                 return i, passed
         return None, passed
 
+    left = min(TIMEOUT_S, deadline - time.monotonic())
+    if left <= 0:
+        return None
     try:
-        failed, passed = _timed_isolated(judge, "lower.probes", timeout=TIMEOUT_S,
+        failed, passed = _timed_isolated(judge, "lower.probes", timeout=left,
                                          extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
     except Overrun:
         return None

@@ -80,22 +80,23 @@
   // ---- columns ----
   const cols = [
     { name: "rank", w: "60px", cls: "num", text: (i) => num(R.rank[i]), key: (i) => (R.rank[i] === null ? Infinity : R.rank[i]) },
-    { name: "model", w: "minmax(180px, 2.6fr)", text: (i) => R.id[i] + (R.key[i] && R.arch[i] ? " (" + S[R.arch[i]] + ")" : ""), key: (i) => R.id[i].toLowerCase(), str: true },
-    { name: "downloads", w: "96px", cls: "num", text: (i) => compact(R.downloads[i]), key: (i) => (R.downloads[i] === null ? -1 : R.downloads[i]), desc: true },
-    { name: "task", w: "minmax(80px, 0.8fr)", text: (i) => S[R.task[i]], key: (i) => S[R.task[i]], str: true },
-    { name: "model_type", w: "minmax(76px, 0.6fr)", text: (i) => S[R.model_type[i]], key: (i) => S[R.model_type[i]], str: true },
+    { name: "model", w: "minmax(240px, 3.4fr)", cls: "id", text: (i) => R.id[i] + (R.key[i] && R.arch[i] ? " (" + S[R.arch[i]] + ")" : ""), key: (i) => R.id[i].toLowerCase(), str: true },
+    { name: "downloads", w: "84px", cls: "num", text: (i) => compact(R.downloads[i]), key: (i) => (R.downloads[i] === null ? -1 : R.downloads[i]), desc: true },
+    { name: "task", w: "minmax(70px, 0.8fr)", text: (i) => S[R.task[i]], key: (i) => S[R.task[i]], str: true },
+    { name: "model_type", w: "minmax(70px, 0.6fr)", text: (i) => S[R.model_type[i]], key: (i) => S[R.model_type[i]], str: true },
   ];
-  D.stages.forEach((st, k) => cols.push({ name: st, w: "minmax(70px, 0.3fr)", cls: "mark", mark: k,
+  D.stages.forEach((st, k) => cols.push({ name: st, w: "minmax(74px, 0.3fr)", cls: "mark", mark: k,
     text: (i) => MARK[R.stages[i][k] || "-"], key: (i) => "pfbs-".indexOf(R.stages[i][k] || "-"), title: st }));
   cols.push({ name: "status", w: "70px", text: (i) => S[R.status[i]], key: (i) => S[R.status[i]], str: true, st: true });
   if (R.change) cols.push({ name: "change", w: "84px", text: (i) => S[R.change[i]], key: (i) => S[R.change[i]], str: true, ch: true });
-  cols.push({ name: "origin", w: "100px", text: (i) => S[R.origin[i]], key: (i) => S[R.origin[i]], str: true });
-  cols.push({ name: "reason", w: "minmax(160px, 3fr)", text: reasonText, key: reasonText, str: true });
-  cols.push({ name: "fallback ops", w: "minmax(80px, 0.8fr)", text: fallbackText, key: fallbackText, str: true });
+  cols.push({ name: "origin", w: "108px", text: (i) => S[R.origin[i]], key: (i) => S[R.origin[i]], str: true });
+  cols.push({ name: "reason", w: "minmax(110px, 2.4fr)", text: reasonText, key: reasonText, str: true });
+  cols.push({ name: "fallback ops", w: "minmax(64px, 0.8fr)", text: fallbackText, key: fallbackText, str: true });
   const template = cols.map((c) => c.w).join(" ");
   $("thead").style.gridTemplateColumns = template;
   cols.forEach((c, k) => {
-    const cell = el("div", c.name, c.cls); cell.setAttribute("role", "columnheader"); cell.dataset.col = k;
+    // A narrow heading wraps after an underscore ("to_ device"), not inside a word.
+    const cell = el("div", c.name.replace(/_/g, "_\u200b"), c.cls); cell.setAttribute("role", "columnheader"); cell.dataset.col = k;
     cell.title = "Sort by " + c.name; $("thead").append(cell);
   });
 
