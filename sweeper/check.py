@@ -126,6 +126,7 @@ def _check(
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
+        record.settle()
     record.seconds = time.perf_counter() - started
     return record
 
@@ -236,6 +237,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
         record.peak_memory_bytes = device.peak_memory_bytes()
     record.reason = record.blockers[0] if record.blockers else None
     record.status = _model_status(record.reason)
+    record.settle()  # the outcome, decided once over every blocker
 
 
 def _model_status(reason: Reason | None) -> Status:

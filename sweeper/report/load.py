@@ -22,14 +22,15 @@ import pandas as pd
 
 from sweeper.errors import UsageError
 from sweeper.folder import SweepFolder
-from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, ModelRecord, Reason, ReasonKind, Status
+from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, Status
 from sweeper.redact import env_secrets, redact_obj
 from sweeper.sweep_meta import SweepMeta
 
 _STATUSES = {s.value for s in Status}
 # The one vocabulary of model outcomes, in report order, with the words report.md,
-# summary.json and the charts use. A non-passing model is counted under the origin of its
-# blockers (``records.model_origin``): only ``device`` failures enter the device pass rate.
+# summary.json and the charts use. Each model is counted under the outcome its record
+# carries (``ModelRecord.outcome``, decided once by ``records.decide_outcome``; records
+# written before it existed get it on read): only ``device`` failures enter the device pass rate.
 CATEGORIES: dict[str, str] = {
     "pass": "pass",
     "device": "device fail",
@@ -40,7 +41,6 @@ CATEGORIES: dict[str, str] = {
     "skip": "skip",
 }
 TRIED = ("pass", "device")  # the device pass rate's denominator
-_PRECEDENCE = tuple(o.value for o in ORIGIN_PRECEDENCE)
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
@@ -79,17 +79,6 @@ class SweepData:
     def stage_column(self, stage: str) -> str:
         """The ``models`` column holding one stage's status."""
         return f"stage_{stage}"
-
-
-def category(status: str, origins: list[str]) -> str:
-    """One of ``CATEGORIES``: pass, the origin its blockers point at, or skip."""
-    if status == "pass":
-        return "pass"
-    present = set(origins)
-    found = next((o for o in _PRECEDENCE if o in present), None)
-    if status == "skip":  # not tried: by choice, or for the environment's sake
-        return "environment" if found == "environment" else "skip"
-    return found or "harness"  # a failure with no reason recorded is ours to explain
 
 
 def build_keys(models: pd.DataFrame) -> pd.Series:
@@ -277,7 +266,7 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         record.model_type,
         record.architecture,
         status,
-        category(status, [b[3] for b in blockers]),
+        _outcome(record),
         reason.kind.value if reason else None,
         reason.op or None if reason else None,
         reason.message or "" if reason else "",
@@ -297,6 +286,11 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         # Records without a fingerprint (older sweeps, test checks) are each their own check.
         str(notes.get("fingerprint") or record.key),
     )
+
+
+def _outcome(record: ModelRecord) -> str:
+    """The record's own outcome (one of ``CATEGORIES``); never re-derived here."""
+    return (record.outcome or record.settle().outcome).value  # type: ignore[union-attr]
 
 
 def _figure(record: ModelRecord, part: str, name: str) -> float | None:
