@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from sweeper.classify import graph_break_cause
 from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
@@ -203,26 +204,33 @@ def _judge_gradients(ctx: StageContext) -> None:
 
 
 def compile_stage(ctx: StageContext) -> None:
-    """torch.compile forward + backward with the device's (or the chosen) backend."""
+    """torch.compile forward + backward with the device's (or the chosen) backend, as a
+    user compiles: Dynamo's defaults, so a data-dependent op breaks the graph and runs
+    eagerly on the device. ``whole_graph`` (the same for the device run and its CPU
+    control, which share these settings) asks for one graph with such ops captured into
+    it, so the compiler sees them and a refusal names the op."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 
     built = _built(ctx)
     backend = ctx.cfg.device.compile_backend or ctx.device.compile_backend
+    whole = ctx.cfg.device.whole_graph
     torch._dynamo.reset()
     counters.clear()
-    compiled = torch.compile(built.model, backend=backend)
+    compiled = torch.compile(built.model, backend=backend, fullgraph=whole)
     built.model.zero_grad(set_to_none=True)
+    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole, capture_scalar_outputs=whole)
     try:
-        with fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
+        with capture, fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
             output = compiled(**ctx.inputs)
             scalar_loss(output, has_labels=built.has_labels).backward()
             ctx.device.synchronize()
     finally:
         breaks = counters.get("graph_break", {})
         ctx.findings["graph_breaks"] = int(sum(breaks.values()))
-        ctx.findings["graph_break_reasons"] = sorted(str(r)[:300] for r in breaks)[:20]
+        ctx.findings["graph_break_reasons"] = sorted({graph_break_cause(r) for r in breaks})[:20]
         ctx.findings["compile_backend"] = backend
+        ctx.findings["whole_graph"] = whole
 
 
 def _numerics(ctx: StageContext, key: str, value: Any) -> None:

@@ -178,8 +178,16 @@ def fallback_table(data: SweepData) -> pd.DataFrame:
 
 
 def graph_break_table(data: SweepData) -> pd.DataFrame:
-    """Compile graph-break reasons: models, downloads, examples."""
-    return _per_item(data, data.breaks, "reason")
+    """What breaks compiled graphs, by cause (``classify.graph_break_cause``): the models it
+    breaks, how many of them pass all the same, their downloads and examples; the cause
+    breaking the most models first."""
+    out = _per_item(data, data.breaks, "reason")
+    if out.empty:
+        return out.assign(passing=pd.Series(dtype="int64"))
+    passed = (data.models["category"] == "pass").to_numpy()
+    per_cause = data.breaks.drop_duplicates(["row", "reason"]).assign(_pass=lambda b: passed[b["row"].to_numpy()])
+    out["passing"] = out["reason"].map(per_cause.groupby("reason")["_pass"].sum()).fillna(0).astype("int64")
+    return out.sort_values(["models", "downloads", "reason"], ascending=[False, False, True], kind="stable")
 
 
 def compile_problem_table(data: SweepData) -> pd.DataFrame:

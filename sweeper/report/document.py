@@ -34,6 +34,11 @@ HARNESS_INTRO = (
     "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "
     "target 0. {count} model(s) have at least one."
 )
+GRAPH_BREAKS_INTRO = (
+    "What broke compiled graphs, by cause, the one breaking the most models first. Compile runs as a user's "
+    "`torch.compile` does: the op at a break runs eagerly on the device, and a model that compiles with breaks "
+    "passes (*passing*); `--whole-graph` asks for one graph instead."
+)
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
     "coverage_vs_rank.png": "Downloads covered vs rank",
@@ -170,7 +175,8 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "numerics), ranked like the ops.",
         tables.features(a.features, weighted=w, link=link),
         "## Top reasons",
-        "The first reason of each model the device fails.",
+        "The reason that decided each model the device fails (its record's outcome: a device blocker "
+        "decides over any other).",
         tables.reasons(a.reasons, weighted=w, link=link),
         "## Lowering tool findings",
         LOWERING_TOOL_INTRO,
@@ -184,8 +190,9 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "## CPU fallbacks",
         "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
         tables.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
-        "## Compile graph breaks",
-        tables.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
+        "## Graph breaks",
+        GRAPH_BREAKS_INTRO,
+        tables.graph_breaks(a.breaks, weighted=w, link=link),
         "## Compile problems",
         tables.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
         "## Numerics",

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from sweeper.classify import graph_break_cause
 from sweeper.errors import UsageError
 from sweeper.folder import SweepFolder
 from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, Status
@@ -171,7 +172,8 @@ def entry_of(record: ModelRecord) -> Entry:
         died_in=notes.get("stage"),
         blockers=blockers,
         fallbacks=[(str(op), int(calls or 0)) for op, calls in (record.fallback_ops or {}).items()],
-        breaks=[str(r) for r in record.graph_break_reasons or []],
+        # Causes, not Dynamo's full text: older records kept file names and hints per model.
+        breaks=list(dict.fromkeys(graph_break_cause(r) for r in record.graph_break_reasons or [])),
         problems=[str(p) for p in record.compile_problems or []],
     )
 

@@ -35,7 +35,7 @@ MESSAGE_CHARS = 120
 
 
 RIGHT = {"#", "k", "rank", "models", "distinct builds", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
-         "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing"}  # fmt: skip
+         "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing", "passing"}  # fmt: skip
 
 
 def align_for(headers: Sequence[str]) -> str:
@@ -206,6 +206,17 @@ def per_item(
 
     keep = _dl(weighted, headers)
     return long_table(keep, _rows(frame, cells, headers, keep), what or f"{title}s")
+
+
+def graph_breaks(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
+    """Graph-break causes, the one breaking the most models first."""
+    headers = ["cause", "models", "passing", "downloads", "examples"]
+
+    def cells(r: Any) -> list[Any]:
+        return [md(r.reason, MESSAGE_CHARS), num(r.models), num(r.passing), compact(r.downloads), examples(r.examples, link)]
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), "graph-break causes")
 
 
 def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:

@@ -76,7 +76,7 @@ def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
 def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     assert "| `aten::nonzero` | 1 | 700 | 4 | [org/pass-b](https://huggingface.co/org/pass-b) |" in text
-    assert "| data-dependent op nonzero | 1 | 100 |" in section(text, "Compile graph breaks")
+    assert "| data-dependent op nonzero | 1 | 0 | 100 |" in section(text, "Graph breaks")
     assert "| vit | 1 | 1 | 0 | 0.0% | 0 | 2.0k | 0.0% |" in section(text, "By model type")
     assert "| image-classification | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
 
@@ -210,3 +210,22 @@ def test_report_and_page_show_the_same_sweep_header(tmp_path: Path) -> None:
     for label, value in rows.items():
         shown = f"`{value}`" if label in ("sweep", "device") else value
         assert f"| **{label}** | {shown} |" in text, label
+
+
+def test_graph_breaks_are_ranked_by_cause_across_models(tmp_path: Path) -> None:
+    """Dynamo's reasons differ per model (hints, file names); the table groups them by cause
+    and puts the cause breaking the most models first, passing models included."""
+    dynamo = ("Dynamic shape operator\n  Explanation: Operator `aten.nonzero.default`'s output shape depends on input "
+              "Tensor data.\n  Hint: Enable tracing ... File \"{}\", line 3")  # fmt: skip
+    records = [
+        record(f"org/speech-{i}", i, 100 * i, graph_breaks=2,
+               graph_break_reasons=[dynamo.format(f"m{i}.py"), "Unsupported Tensor.item() call with capture_scalar_outputs=False"])
+        for i in (1, 2, 3)
+    ] + [record("org/big", 4, 9000, graph_breaks=1, graph_break_reasons=["Unsupported Tensor.item() call with "
+                                                                         "capture_scalar_outputs=False"]),
+         record("org/odd", 5, 99999, graph_breaks=1, graph_break_reasons=["call to a builtin"])]  # fmt: skip
+    rows = [line for line in section(report_for(tmp_path, records), "Graph breaks").splitlines() if line.startswith("| ")]
+    assert rows[0] == "| cause | models | passing | downloads | examples |"
+    assert rows[2].startswith(r"| Unsupported Tensor.item() call with capture\_scalar\_outputs=False | 4 | 4 |")
+    assert rows[3].startswith("| Dynamic shape operator (aten::nonzero) | 3 | 3 | 600 |")
+    assert rows[4].startswith("| call to a builtin | 1 | 1 |")
