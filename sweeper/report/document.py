@@ -12,6 +12,7 @@ from typing import Any
 
 from sweeper.folder import META, RECORDS, REPROS
 from sweeper.report import tables
+from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
 from sweeper.report.load import CATEGORIES
@@ -128,21 +129,22 @@ def summary_section(a: Analysis) -> str:
 
 
 def stages_section(a: Analysis) -> str:
-    """Per-stage counts (and shares) among models tried on the device."""
+    """Per-stage counts (and shares) among models that reached the device."""
     if a.stages.empty:
         return "_No stages recorded._"
-    tested = a.overview["tested"]
-    statuses = ["pass", "fail", "blocked", "skip", "not recorded"]
+    tested = a.overview["reached_device"]
+    statuses = [*STAGE_STATUSES, "not recorded"]
 
     def cell(count: int) -> str:
         return f"{num(count)} ({pct(count / tested)})" if tested else num(count)
 
     rows = [[md(row["stage"]), *(cell(row[s]) for s in statuses)] for row in a.stages.to_dict(orient="records")]
     note = (
-        f"Counts (and shares) of the {num(tested)} models tried on the device; a stage is blocked when an "
-        "earlier one failed, and with `--collect-all` later stages still run after a failure."
+        f"Counts (and shares) of the {num(tested)} models that reached the device (whatever their outcome; each "
+        "row adds up to them); crash, timeout and oom are apart from fail. A stage is blocked when an earlier one "
+        "failed, and with `--collect-all` later stages still run after a failure."
     )
-    return note + "\n\n" + table(["stage", *statuses], rows, "lrrrrr")
+    return note + "\n\n" + table(["stage", *statuses], rows, "l" + "r" * len(statuses))
 
 
 def links_to_hub(a: Analysis) -> bool:

@@ -23,7 +23,7 @@ import pandas as pd
 from sweeper.classify import graph_break_cause
 from sweeper.errors import UsageError
 from sweeper.folder import SweepFolder
-from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, Status
+from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, StageResult, Status
 from sweeper.redact import env_secrets, redact_obj
 from sweeper.sweep_meta import SweepMeta
 
@@ -121,7 +121,7 @@ class Entry(NamedTuple):
 
     row: tuple  # the ``MODEL_COLUMNS`` values
     stages: dict[str, str]  # stage -> status, as recorded
-    died_in: Any  # the stage a worker died in (``notes.stage``), None when none did
+    died_in: Any  # (stage, status) a worker died in (``notes.stage``, crash/timeout), None when none did
     blockers: list[tuple]  # (kind, op, message, origin, stage) of a non-passing model
     fallbacks: list[tuple]  # (op, calls)
     breaks: list[str]  # graph-break reasons
@@ -168,8 +168,8 @@ def entry_of(record: ModelRecord) -> Entry:
     notes = record.notes or {}
     return Entry(
         row=_model_row(record, notes, blockers),
-        stages={name: result.status.value for name, result in record.stages.items()},
-        died_in=notes.get("stage"),
+        stages={name: _stage_status(result) for name, result in record.stages.items()},
+        died_in=_died(record, notes),
         blockers=blockers,
         fallbacks=[(str(op), int(calls or 0)) for op, calls in (record.fallback_ops or {}).items()],
         # Causes, not Dynamo's full text: older records kept file names and hints per model.
@@ -295,6 +295,23 @@ def _outcome(record: ModelRecord) -> str:
     return (record.outcome or record.settle().outcome).value  # type: ignore[union-attr]
 
 
+def _died(record: ModelRecord, notes: dict) -> tuple[str, str] | None:
+    """(stage, how) of a worker that died mid-stage: crash, timeout or oom, from its record."""
+    if not notes.get("stage"):
+        return None
+    oom = record.reason is not None and record.reason.kind is ReasonKind.OOM
+    return str(notes["stage"]), "oom" if oom else record.status.value
+
+
+def _stage_status(result: StageResult) -> str:
+    """A stage's status as the stage table counts it: a failure for want of memory reads
+    ``oom``, apart from other failures (as crashes and timeouts already are)."""
+    status = result.status.value
+    if status in ("fail", "crash") and result.reason is not None and result.reason.kind is ReasonKind.OOM:
+        return "oom"
+    return status
+
+
 def _figure(record: ModelRecord, part: str, name: str) -> float | None:
     """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
     numerics = record.numerics
@@ -303,19 +320,16 @@ def _figure(record: ModelRecord, part: str, name: str) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def _stage_statuses(recorded: dict[str, str], died_in: Any, stages: list[str]) -> tuple[str | None, ...]:
-    """Each stage's status; a worker that died mid-stage (``notes.stage``) left none, so
-    that stage reads ``fail`` and the later ones ``blocked``."""
-    if died_in is None:
+def _stage_statuses(recorded: dict[str, str], died: Any, stages: list[str]) -> tuple[str | None, ...]:
+    """Each stage's status. A worker that died mid-stage (``notes.stage``) left only that
+    stage, if any: it reads as the model's crash, timeout or oom (else ``fail``), the stages
+    before it ``pass`` (a stage runs only after those before it did) and the later ones ``blocked``."""
+    if died is None:
         return tuple(recorded.get(stage) for stage in stages)
-    out: list[str | None] = []
-    after_death = False
-    for stage in stages:
-        status = recorded.get(stage)
-        if status is None:
-            if stage == died_in:
-                status, after_death = "fail", True
-            elif after_death:
-                status = "blocked"
-        out.append(status)
-    return tuple(out)
+    died_in, how = died
+    how = how if how in ("crash", "timeout", "oom") else "fail"
+    if died_in not in stages:
+        return tuple(recorded.get(stage) for stage in stages)
+    at = stages.index(died_in)
+    fill = ["pass"] * at + [how] + ["blocked"] * (len(stages) - at - 1)
+    return tuple(recorded.get(stage) or filled for stage, filled in zip(stages, fill))
