@@ -368,6 +368,7 @@ class ModelRecord:
         record = cls(**kwargs)
         if record.outcome is None:  # written before records carried one: decided by today's rule
             record.settle()
+            _numerics_over(record)
             record.schema_version = SCHEMA_VERSION  # upgraded: it now holds what version 3 holds
         return record
 
@@ -402,6 +403,20 @@ def base_record(ref: ModelRef, *, sweep_id: str, device: str, status: Status, **
 # model whatever else does (fixing the lowering tool or our harness would not make it
 # run), so it comes first; the environment only stands alone.
 ORIGIN_PRECEDENCE: tuple[Origin, ...] = (Origin.DEVICE, Origin.LOWERING_TOOL, Origin.HARNESS, Origin.MODEL, Origin.ENVIRONMENT)
+
+
+NUMERICS_TENSORS = {"forward": "output", "backward": "gradient"}  # what each stage compares
+
+
+def _numerics_over(record: ModelRecord) -> None:
+    """A version-2 record's ``numerics.over`` (the stage and tensor past the tolerance),
+    from the stage of its numerics blocker and that stage's recorded figures."""
+    gap = next((b for b in record.blockers if b.kind is ReasonKind.NUMERICS and b.stage in NUMERICS_TENSORS), None)
+    if gap is None or not isinstance(record.numerics, dict) or "over" in record.numerics:
+        return
+    figures = record.numerics.get(gap.stage)
+    figures = figures if isinstance(figures, dict) else {}
+    record.numerics["over"] = {"stage": gap.stage, "tensor": NUMERICS_TENSORS[gap.stage], **figures}
 
 
 def decide_outcome(status: Status, blockers: list[Reason], reason: Reason | None) -> tuple[Outcome, Reason | None]:

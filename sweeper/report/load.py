@@ -47,6 +47,7 @@ MODEL_COLUMNS = [
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
+    "numerics_over", "within_noise",
 ]  # fmt: skip
 
 
@@ -222,7 +223,7 @@ def build(entries: list[Entry], *, meta: SweepMeta | None = None, skipped_lines:
 
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
           "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
-          "nondeterministic_diff": "float64"}  # fmt: skip
+          "nondeterministic_diff": "float64", "within_noise": "bool"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -287,6 +288,8 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         record.reused_from or None,
         # Records without a fingerprint (older sweeps, test checks) are each their own check.
         str(notes.get("fingerprint") or record.key),
+        _part(record, "over").get("tensor"),  # output | gradient: what went past the tolerance
+        _part(record, "within_noise").get("within") is True,
     )
 
 
@@ -312,11 +315,16 @@ def _stage_status(result: StageResult) -> str:
     return status
 
 
-def _figure(record: ModelRecord, part: str, name: str) -> float | None:
-    """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
+def _part(record: ModelRecord, part: str) -> dict:
+    """One table of the record's ``numerics`` (e.g. ``over``), empty when absent."""
     numerics = record.numerics
     entry = numerics.get(part) if isinstance(numerics, dict) else None
-    value = entry.get(name) if isinstance(entry, dict) else None
+    return entry if isinstance(entry, dict) else {}
+
+
+def _figure(record: ModelRecord, part: str, name: str) -> float | None:
+    """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
+    value = _part(record, part).get(name)
     return value if isinstance(value, (int, float)) else None
 
 

@@ -308,6 +308,10 @@ def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
 def _grads_and_random(n: dict[str, Any], weighted: bool, link: bool) -> str:
     """Gradient comparisons and nondeterministic models, when the sweep has any."""
     parts = []
+    if n.get("within_noise"):
+        parts.append(f"{num(n['within_noise'])} model(s) differ past the tolerance but within a small multiple of the "
+                     "CPU's own run-to-run noise (a second CPU run, same seed): recorded as `numerics.within_noise`, "
+                     "not failures.")
     if n.get("grads_compared"):
         worst = n["grads_worst"]
         parts.append(f"Gradients after backward: {num(n['grads_compared'])} models compared with the CPU's, "

@@ -149,14 +149,17 @@ def test_large_sweeps_list_only_the_first_failing_models(tmp_path: Path) -> None
     assert "All 299 models" in models and not (tmp_path / "out" / "models.md").exists()
 
 
+OVER_OUTPUT = {"over": {"stage": "forward", "tensor": "output"}}  # the record's typed field
+
+
 def test_numerics_spread_and_the_models_furthest_off(tmp_path: Path) -> None:
     records = [
         record("org/exact", 1, 1000, max_abs_diff=0.0),
         record("org/close", 2, 800, max_abs_diff=4e-7),
-        record("org/a|b", 3, 600, "fail", fail_at="forward", max_abs_diff=6.25,
+        record("org/a|b", 3, 600, "fail", fail_at="forward", max_abs_diff=6.25, numerics=OVER_OUTPUT,
                blockers=[reason("numerics", None, "max |device - cpu| = 6.25 exceeds 0.001 x 4.2")]),
         # A non-finite output has no difference to place: its own bucket, listed first.
-        record("org/nan", 4, 400, "fail", fail_at="forward", max_abs_diff=float("nan"),
+        record("org/nan", 4, 400, "fail", fail_at="forward", max_abs_diff=float("nan"), numerics=OVER_OUTPUT,
                blockers=[reason("numerics", None, "max |device - cpu| = nan exceeds 0.001 x inf")]),
         record("org/none", 5, 200, "fail", fail_at="load", blockers=[reason("model_error")]),
     ]  # fmt: skip
@@ -179,8 +182,10 @@ def test_numerics_shows_gradients_and_nondeterministic_models_apart(tmp_path: Pa
     records = [
         record("org/exact", 1, 1000, max_abs_diff=0.0, numerics=grads),
         record("org/grad-off", 2, 800, "fail", fail_at="backward", max_abs_diff=0.0,
-               blockers=[reason("numerics", None, "gradients: max |device - cpu| = 0.5 exceeds 0.001")],
-               numerics={**grads, "backward": {"max_abs": 0.5, "max_rel": 0.25, "within": False}}),
+               # As records write it: the message does not start with "gradients"; the typed field says so.
+               blockers=[reason("numerics", None, "NumericsError: gradients: max |device - cpu| = 0.5 exceeds 0.001")],
+               numerics={**grads, "backward": {"max_abs": 0.5, "max_rel": 0.25, "within": False},
+                         "over": {"stage": "backward", "tensor": "gradient", "max_abs": 0.5}}),
         # Its CPU runs differ: over tolerance on the device, yet passing and not in the spread.
         record("org/vilt", 3, 600, max_abs_diff=0.8,
                numerics={"forward": {"max_abs": 0.8, "max_rel": 0.4, "within": False},
