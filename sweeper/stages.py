@@ -251,7 +251,7 @@ def compile_stage(ctx: StageContext) -> None:
     counters.clear()
     compiled = torch.compile(built.model, backend=backend, fullgraph=whole)
     built.model.zero_grad(set_to_none=True)
-    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole, capture_scalar_outputs=whole)
+    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole)
     try:
         with capture, fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
             output = compiled(**ctx.inputs)

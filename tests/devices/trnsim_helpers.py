@@ -15,7 +15,7 @@ def run_compiled(fn: Callable[..., torch.Tensor], *args: Any, backward: bool = T
     ``whole_graph``, as ``--whole-graph``: one graph, data-dependent ops captured into it."""
     import torch._dynamo
 
-    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole_graph, capture_scalar_outputs=whole_graph)
+    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole_graph)
     with capture:
         out = torch.compile(fn, backend="trnsim", fullgraph=whole_graph)(*args)
         if backward and out.requires_grad:
