@@ -55,8 +55,27 @@ def test_a_data_dependent_op_breaks_the_graph_and_passes_by_default(trnsim, monk
     assert "--whole-graph" not in record.repro
 
 
+def _spy_on_compile(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """(device, whole_graph) of every compile stage run: the device's and its CPU control's."""
+    from sweeper import check
+    from sweeper.records import Stage
+
+    seen: list[tuple[str, bool]] = []
+    original = stages.compile_stage
+
+    def spy(ctx: stages.StageContext) -> None:
+        seen.append((ctx.cfg.device.spec, ctx.cfg.device.whole_graph))
+        original(ctx)
+
+    monkeypatch.setattr(stages, "compile_stage", spy)
+    monkeypatch.setitem(check.STAGE_FUNCS, Stage.COMPILE, spy)
+    return seen
+
+
 def test_whole_graph_capture_fails_naming_the_op(trnsim, monkeypatch):
+    seen = _spy_on_compile(monkeypatch)
     record = _check(monkeypatch, whole_graph=True)
+    assert seen == [("trnsim", True), ("cpu", True)]  # the CPU control compiles as the device run did
     compile_result = record.stages["compile"]
     assert compile_result.status is Status.FAIL
     assert compile_result.reason.kind in (ReasonKind.DYNAMIC_SHAPE, ReasonKind.UNSUPPORTED_OP, ReasonKind.COMPILE_ERROR)
