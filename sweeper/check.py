@@ -215,7 +215,15 @@ def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) ->
     except Exception as exc:  # noqa: BLE001 - a control that cannot run proves nothing
         record.control = {"stage": stage.value, "status": Status.ERROR.value, "reason": classify(exc).to_dict()}
         return
-    control.attribute(record, record.control, upstream_fails=upstream_fails)
+    control.attribute(record, record.control, upstream_fails=upstream_fails or _beyond_one_graph(ctx, record.control))
+
+
+def _beyond_one_graph(ctx: stages.StageContext, verdict: dict) -> bool:
+    """Under ``--whole-graph``, a compile the CPU control cannot capture as one graph either
+    (data-dependent branching, guards on data-dependent sizes) is the model's code meeting
+    the mode the team chose: the model's, not our harness's."""
+    return bool(ctx.cfg.device.whole_graph and verdict.get("stage") == Stage.COMPILE.value
+                and verdict.get("status") == Status.FAIL.value)
 
 
 def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:

@@ -19,6 +19,18 @@ from sweeper.records import ModelRef, Origin, ReasonKind, Status
 from sweeper.repro import repro_command
 
 
+class Branching(torch.nn.Module):
+    """A linear layer whose forward branches on its data: no single graph holds it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        return y.sum() * 2 if y.sum() > 0 else y.sum()
+
+
 class Selective(torch.nn.Module):
     """A linear layer whose output keeps only its positive entries (data-dependent shape)."""
 
@@ -32,10 +44,10 @@ class Selective(torch.nn.Module):
         return y.sum() + kept.sum() + torch.nonzero(y > 0).shape[0]
 
 
-def _check(monkeypatch: pytest.MonkeyPatch, **cfg):
+def _check(monkeypatch: pytest.MonkeyPatch, model: type = Selective, **cfg):
     def build(ref: ModelRef, _cfg: SweepConfig) -> Built:
         torch.manual_seed(0)
-        return Built(model=Selective(), inputs={"x": torch.randn(3, 4)}, architecture="Selective",
+        return Built(model=model(), inputs={"x": torch.randn(3, 4)}, architecture="Selective",
                      model_type="selective", num_parameters=20)  # fmt: skip
 
     monkeypatch.setattr(stages, "materialize", build)
@@ -85,6 +97,13 @@ def test_whole_graph_capture_fails_naming_the_op(trnsim, monkeypatch):
     assert record.control is not None and record.control["status"] == "pass"
     assert record.stages["forward"].status is Status.PASS  # eager on the device is unaffected
     assert "--whole-graph" in record.repro
+
+
+def test_a_model_no_single_graph_holds_is_the_models_under_whole_graph_and_passes_by_default(trnsim, monkeypatch):
+    assert _check(monkeypatch, Branching).status is Status.PASS  # a graph break, as users compile
+    record = _check(monkeypatch, Branching, whole_graph=True)
+    assert record.control["stage"] == "compile" and record.control["status"] == "fail"  # the CPU cannot either
+    assert record.outcome.value == "model" and record.reason.origin is Origin.MODEL, record.reason
 
 
 def test_whole_graph_is_part_of_the_checks_fingerprint_and_a_settings_file_can_ask_for_it(tmp_path):
