@@ -137,6 +137,7 @@ def _check(
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
+        record.settle()
     record.seconds = time.perf_counter() - started
     return record
 
@@ -225,7 +226,16 @@ def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) ->
     except Exception as exc:  # noqa: BLE001 - a control that cannot run proves nothing
         record.control = {"stage": stage.value, "status": Status.ERROR.value, "reason": classify(exc).to_dict()}
         return
-    control.attribute(record, record.control, upstream_fails=upstream_fails, device_name=device.name)
+    control.attribute(record, record.control, upstream_fails=upstream_fails or _beyond_one_graph(ctx, record.control),
+                      device_name=device.name)
+
+
+def _beyond_one_graph(ctx: stages.StageContext, verdict: dict) -> bool:
+    """Under ``--whole-graph``, a compile the CPU control cannot capture as one graph either
+    (data-dependent branching, guards on data-dependent sizes) is the model's code meeting
+    the mode the team chose: the model's, not our harness's."""
+    return bool(ctx.cfg.device.whole_graph and verdict.get("stage") == Stage.COMPILE.value
+                and verdict.get("status") == Status.FAIL.value)
 
 
 def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
@@ -247,6 +257,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
         record.peak_memory_bytes = device.peak_memory_bytes()
     record.reason = record.blockers[0] if record.blockers else None
     record.status = _model_status(record.reason)
+    record.settle()  # the outcome, decided once over every blocker
 
 
 def _model_status(reason: Reason | None) -> Status:

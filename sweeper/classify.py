@@ -158,3 +158,23 @@ def classify(exc: BaseException, *, stage: Stage | str | None = None) -> Reason:
     if stage_name == Stage.FORWARD.value and isinstance(root, TypeError) and _INPUT.search(str(root)):
         return Reason(kind=ReasonKind.INPUT_SYNTHESIS, message=message, exc_type=type(root).__name__)
     return Reason(kind=_origin(root), message=message, exc_type=type(root).__name__)
+
+
+# Dynamo names the op of a data-dependent break as ``aten.nonzero.default`` in backticks.
+_BREAK_OP = re.compile(r"`(?P<op>(?:aten|prims)\.\w+)(?:\.\w+)?`")
+_BREAK_METHOD = re.compile(r"\b(Tensor\.\w+)\(\)")
+
+
+def graph_break_cause(reason: str) -> str:
+    """A Dynamo graph-break reason as one short cause that groups across models: its title
+    line, with the op (``aten::nonzero``) or tensor method it names. File names, line
+    numbers and hints are left out: they differ per model and say nothing of the cause."""
+    text = str(reason).strip()
+    title = text.splitlines()[0].strip() if text else "unknown"
+    op = _BREAK_OP.search(text)
+    if op:
+        return f"{title} ({op['op'].replace('.', '::', 1)})"
+    method = _BREAK_METHOD.search(title) or _BREAK_METHOD.search(text)
+    if method and method[1] not in title:
+        return f"{title} ({method[1]})"
+    return title[:200]

@@ -47,6 +47,7 @@ Profile = Annotated[str | None, typer.Option("--device-profile", help="Capabilit
 Dtype = Annotated[str | None, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
 CollectAll = Annotated[bool, typer.Option("--collect-all", help="Keep going after a blocker to find every blocker of a model.")]
 Retie = Annotated[bool, typer.Option("--retie-weights", help="Keep tied weights tied across .to(device).")]
+WholeGraph = Annotated[bool, typer.Option("--whole-graph", help="Compile with fullgraph=True and data-dependent ops captured into the graph (default: Dynamo's defaults, a graph break runs the op eagerly).")]
 Catalog = Annotated[str | None, typer.Option("--catalog", help="A catalog file (CSV, JSONL, Parquet) to take models from.")]
 
 
@@ -72,6 +73,7 @@ def sweep(
     dtype: Dtype = None,
     collect_all: CollectAll = False,
     retie_weights: Retie = False,
+    whole_graph: WholeGraph = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Allow models' own Python code (off by default).")] = False,
     task: Annotated[list[str] | None, typer.Option("--task", help="Only these pipeline tags.")] = None,
     library: Annotated[list[str] | None, typer.Option("--library", help="Only these libraries.")] = None,
@@ -106,7 +108,7 @@ def sweep(
         _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
               executor=executor, out=out, timeout=timeout, compile_backend=compile_backend,
               device_profile=device_profile, dtype=dtype, collect_all=collect_all, retie_weights=retie_weights,
-              trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
+              whole_graph=whole_graph, trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
               max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, hub_rpm=hub_rpm, hub_tries=hub_tries,
@@ -138,6 +140,7 @@ def one(
     dtype: Dtype = None,
     collect_all: CollectAll = False,
     retie_weights: Retie = False,
+    whole_graph: WholeGraph = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Allow the model's own Python code.")] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
@@ -149,7 +152,7 @@ def one(
 
     cfg = build_config(_opts(device=device, weights=weights, stages=stages, compile_backend=compile_backend,
                              device_profile=device_profile, dtype=dtype, collect_all=collect_all,
-                             retie_weights=retie_weights, catalog=catalog, executor="inline",
+                             retie_weights=retie_weights, whole_graph=whole_graph, catalog=catalog, executor="inline",
                              trust_remote_code=trust_remote_code, seed=seed))
     # The device as a sweep's workers build it: its profile, --collect-all, the spec's checks.
     checker = Checker.for_settings(cfg)

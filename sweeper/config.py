@@ -84,6 +84,9 @@ class DeviceSettings:
     dtype: str = "float32"
     collect_all: bool = False
     retie_weights: bool = False
+    # Compile as a team that wants one graph does: fullgraph=True and data-dependent ops
+    # captured into it, so a refusal names the op. Off: Dynamo's defaults, as users compile.
+    whole_graph: bool = False
 
 
 @dataclass(frozen=True)

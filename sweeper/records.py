@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-SCHEMA_VERSION = 2
+# 3: the record carries its ``outcome``; a version-2 record is given one on read (``settle``).
+SCHEMA_VERSION = 3
 
 
 class Stage(str, Enum):
@@ -70,6 +71,19 @@ class ReasonKind(str, Enum):
     NONFINITE_REFERENCE = "nonfinite_reference"  # the CPU reference has NaN: nothing to judge the device by
     HARNESS = "harness"
     UNKNOWN = "unknown"
+
+
+class Outcome(str, Enum):
+    """What a model counts as in a report: it passed, the origin of the blocker that decided
+    it, or skipped (not tried by choice). Decided once, on the record (``decide_outcome``)."""
+
+    PASS = "pass"
+    DEVICE = "device"
+    LOWERING_TOOL = "lowering_tool"
+    HARNESS = "harness"
+    MODEL = "model"
+    ENVIRONMENT = "environment"
+    SKIP = "skip"
 
 
 class Origin(str, Enum):
@@ -129,6 +143,7 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
 _KINDS = {k.value: k for k in ReasonKind}
 _ORIGINS = {o.value: o for o in Origin}
 _STATUSES = {s.value: s for s in Status}
+_OUTCOMES = {o.value: o for o in Outcome}
 
 
 def kind_info(kind: ReasonKind | str) -> KindInfo:
@@ -294,11 +309,27 @@ class ModelRecord:
     control: dict[str, Any] | None = None
     # The model whose check this record copies (same fingerprint); None when it ran itself.
     reused_from: str | None = None
+    # pass / the deciding blocker's origin / skip: set by ``settle`` when the record is made.
+    outcome: Outcome | None = None
     schema_version: int = SCHEMA_VERSION
+
+    def settle(self) -> ModelRecord:
+        """Decide the outcome once, over all blockers (``decide_outcome``): ``reason``
+        becomes the blocker that decided it, and a status that followed the old first
+        reason follows the deciding one. Returns the record."""
+        outcome, reason = decide_outcome(self.status, self.blockers, self.reason)
+        old = self.reason
+        if reason is not None and reason != old:
+            if old is None or self.status is kind_info(old.kind).status:
+                self.status = kind_info(reason.kind).status
+            self.reason = reason
+        self.outcome = outcome
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["status"] = self.status.value
+        data["outcome"] = (self.outcome or decide_outcome(self.status, self.blockers, self.reason)[0]).value
         data["stages"] = {name: res.to_dict() for name, res in self.stages.items()}
         data["reason"] = self.reason.to_dict() if self.reason else None
         data["blockers"] = [b.to_dict() for b in self.blockers]
@@ -333,7 +364,13 @@ class ModelRecord:
         reason = data.get("reason")
         kwargs["reason"] = Reason.from_dict(reason) if isinstance(reason, dict) else None
         kwargs["blockers"] = [Reason.from_dict(b) for b in data.get("blockers") or [] if b and isinstance(b, dict)]
-        return cls(**kwargs)
+        kwargs["outcome"] = _OUTCOMES.get(data.get("outcome"))  # type: ignore[arg-type]
+        record = cls(**kwargs)
+        if record.outcome is None:  # written before records carried one: decided by today's rule
+            record.settle()
+            _numerics_over(record)
+            record.schema_version = SCHEMA_VERSION  # upgraded: it now holds what version 3 holds
+        return record
 
     @classmethod
     def from_json(cls, line: str) -> ModelRecord:
@@ -363,11 +400,42 @@ def base_record(ref: ModelRef, *, sweep_id: str, device: str, status: Status, **
 
 
 # Which origin a model with several blockers is counted under: a device gap blocks the
-# model whatever else does, so it comes first; the environment only stands alone.
+# model whatever else does (fixing the lowering tool or our harness would not make it
+# run), so it comes first; the environment only stands alone.
 ORIGIN_PRECEDENCE: tuple[Origin, ...] = (Origin.DEVICE, Origin.LOWERING_TOOL, Origin.HARNESS, Origin.MODEL, Origin.ENVIRONMENT)
 
 
-def model_origin(blockers: list[Reason]) -> Origin | None:
-    """The origin a non-passing model is counted under (``None`` with no blocker)."""
-    present = {b.origin for b in blockers}
-    return next((o for o in ORIGIN_PRECEDENCE if o in present), None)
+NUMERICS_TENSORS = {"forward": "output", "backward": "gradient"}  # what each stage compares
+
+
+def _numerics_over(record: ModelRecord) -> None:
+    """A version-2 record's ``numerics.over`` (the stage and tensor past the tolerance),
+    from the stage of its numerics blocker and that stage's recorded figures."""
+    gap = next((b for b in record.blockers if b.kind is ReasonKind.NUMERICS and b.stage in NUMERICS_TENSORS), None)
+    if gap is None or not isinstance(record.numerics, dict) or "over" in record.numerics:
+        return
+    figures = record.numerics.get(gap.stage)
+    figures = figures if isinstance(figures, dict) else {}
+    record.numerics["over"] = {"stage": gap.stage, "tensor": NUMERICS_TENSORS[gap.stage], **figures}
+
+
+def decide_outcome(status: Status, blockers: list[Reason], reason: Reason | None) -> tuple[Outcome, Reason | None]:
+    """The one rule: a model's outcome and the blocker that decided it.
+
+    A passing model passes. Otherwise every blocker (the first reason when no list was
+    kept) is looked at: the first origin of ``ORIGIN_PRECEDENCE`` present decides, and the
+    first blocker of that origin is the reason. A skipped model counts as the environment's
+    when an environment blocker skipped it, else as skipped by choice. A failure with no
+    blocker recorded is ours to explain (harness).
+    """
+    if status is Status.PASS:
+        return Outcome.PASS, None
+    found = list(blockers) or ([reason] if reason is not None else [])
+    if status is Status.SKIP:
+        env = next((b for b in found if b.origin is Origin.ENVIRONMENT), None)
+        return (Outcome.ENVIRONMENT, env) if env is not None else (Outcome.SKIP, reason or (found[0] if found else None))
+    for origin in ORIGIN_PRECEDENCE:
+        deciding = next((b for b in found if b.origin is origin), None)
+        if deciding is not None:
+            return Outcome(origin.value), deciding
+    return Outcome.HARNESS, reason

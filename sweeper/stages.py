@@ -14,14 +14,16 @@ from typing import Any
 
 import torch
 
+from sweeper.classify import graph_break_cause
 from sweeper.config import SweepConfig
 from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
+from sweeper import selfnoise
 from sweeper.gcpause import fewer_full_collections
 from sweeper.materialize import Built, materialize
 from sweeper.materialize.pristine import pristine
 from sweeper.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
-from sweeper.records import ModelRef, Reason, ReasonKind
+from sweeper.records import NUMERICS_TENSORS, ModelRef, Reason, ReasonKind
 from sweeper.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, scalar_loss
 from sweeper.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 
@@ -113,8 +115,10 @@ def forward(ctx: StageContext) -> None:
     _numerics(ctx, "forward", diff)
     _numerics(ctx, "tolerance", tol.to_dict())
     ctx.findings["max_abs_diff"] = diff.max_abs
-    if diff.within or _nondeterministic(ctx, tol) or _format_error(ctx, "forward", {"output": got}):
+    if diff.within or _nondeterministic(ctx, tol) or _noise(ctx, "forward", diff, tol) or \
+            _format_error(ctx, "forward", {"output": got}):
         return
+    _over(ctx, "forward", diff)
     raise NumericsError(f"max |device - cpu| = {diff.max_abs:.3g} exceeds max({tol.atol:g}, {tol.rtol:g} x "
                         f"max|cpu|) (relative {diff.max_rel:.3g})")
 
@@ -140,6 +144,33 @@ def _nondeterministic(ctx: StageContext, tol: Tolerance) -> bool:
         return False
     _numerics(ctx, "nondeterministic", diff)
     return True
+
+
+
+
+def _over(ctx: StageContext, stage: str, diff: Diff) -> None:
+    """Record, as a field, which stage and tensor went past the tolerance."""
+    _numerics(ctx, "over", {"stage": stage, "tensor": NUMERICS_TENSORS[stage], **diff.to_dict()})
+
+
+def _noise(ctx: StageContext, stage: str, diff: Diff, tol: Tolerance) -> bool:
+    """Whether a gap past the tolerance is within the CPU reference's own noise (a second
+    CPU run, same seed: ``selfnoise``); recorded either way, a failure only when not."""
+    built = _built(ctx)
+    seed = ctx.cfg.materialise.seed
+    try:
+        if stage == "forward":
+            assert ctx.reference is not None
+            noise = selfnoise.output_noise(built.model, built.inputs, ctx.reference, seed=seed, tol=tol)
+        else:
+            noise = selfnoise.gradient_noise(built.model, built.inputs, ctx.reference_grads or {}, seed=seed,
+                                             has_labels=built.has_labels, tol=tol)
+    except Exception as exc:  # noqa: BLE001 - no second run: the comparison stands
+        _numerics(ctx, "noise", {"stage": stage, "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        return False
+    found = selfnoise.finding(stage, NUMERICS_TENSORS[stage], diff, noise)
+    _numerics(ctx, "within_noise" if found["within"] else "noise", found)
+    return bool(found["within"])
 
 
 def _format_error(ctx: StageContext, stage: str, got: dict[str, torch.Tensor]) -> bool:
@@ -195,34 +226,43 @@ def _judge_gradients(ctx: StageContext) -> None:
         raise NonFiniteReferenceError("the CPU reference gradients have NaN: the model's own result, so the "
                                       "device's cannot be judged against them")
     _numerics(ctx, "backward", diff)
-    if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or _format_error(ctx, "backward", got):
+    if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or _noise(ctx, "backward", diff, tol) \
+            or _format_error(ctx, "backward", got):
         return
+    _over(ctx, "backward", diff)
     raise NumericsError(f"gradients: max |device - cpu| = {diff.max_abs:.3g} (relative {diff.max_rel:.3g}, "
                         f"worst {diff.where}) exceeds max({tol.atol:g} x max|cpu grad|, {tol.rtol:g} x the "
                         "parameter's max|cpu grad|)")
 
 
 def compile_stage(ctx: StageContext) -> None:
-    """torch.compile forward + backward with the device's (or the chosen) backend."""
+    """torch.compile forward + backward with the device's (or the chosen) backend, as a
+    user compiles: Dynamo's defaults, so a data-dependent op breaks the graph and runs
+    eagerly on the device. ``whole_graph`` (the same for the device run and its CPU
+    control, which share these settings) asks for one graph with such ops captured into
+    it, so the compiler sees them and a refusal names the op."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 
     built = _built(ctx)
     backend = ctx.cfg.device.compile_backend or ctx.device.compile_backend
+    whole = ctx.cfg.device.whole_graph
     torch._dynamo.reset()
     counters.clear()
-    compiled = torch.compile(built.model, backend=backend)
+    compiled = torch.compile(built.model, backend=backend, fullgraph=whole)
     built.model.zero_grad(set_to_none=True)
+    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole)
     try:
-        with fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
+        with capture, fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
             output = compiled(**ctx.inputs)
             scalar_loss(output, has_labels=built.has_labels).backward()
             ctx.device.synchronize()
     finally:
         breaks = counters.get("graph_break", {})
         ctx.findings["graph_breaks"] = int(sum(breaks.values()))
-        ctx.findings["graph_break_reasons"] = sorted(str(r)[:300] for r in breaks)[:20]
+        ctx.findings["graph_break_reasons"] = sorted({graph_break_cause(r) for r in breaks})[:20]
         ctx.findings["compile_backend"] = backend
+        ctx.findings["whole_graph"] = whole
 
 
 def _numerics(ctx: StageContext, key: str, value: Any) -> None:

@@ -101,7 +101,7 @@ def failure_record(
         record.notes["stage"] = stage
     if infrastructure:
         record.notes["infrastructure"] = True
-    return record
+    return record.settle()
 
 
 def get_executor(cfg: SweepConfig) -> Executor:

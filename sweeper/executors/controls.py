@@ -48,7 +48,7 @@ def judge(record: ModelRecord, verdict: dict[str, Any] | None) -> ModelRecord:
     record.control = verdict
     reason = record.reason
     if reason is None or (verdict is not None and verdict.get("status") == Status.PASS.value):
-        return record
+        return record.settle()
     if verdict is None:
         why = "not proven the device's: no CPU control could run"
     else:
@@ -57,7 +57,8 @@ def judge(record: ModelRecord, verdict: dict[str, Any] | None) -> ModelRecord:
     message = f"{reason.message}; {why}"
     new = dataclasses.replace(reason, origin=Origin.HARNESS, message=message[:MAX_MESSAGE])
     _replace(record, reason, new)
-    return record
+    # The outcome was decided on the crash alone: decide it again with the control's verdict.
+    return record.settle()
 
 
 def _replace(record: ModelRecord, old: Reason, new: Reason) -> None:

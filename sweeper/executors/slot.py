@@ -294,8 +294,10 @@ class WorkerSlot:
         record = failure_record(
             job.ref, self.cfg, status=status, kind=kind, message=message, stage=found.stage,
         )
-        if record.reason is not None and found.op:
-            record.reason = dataclasses.replace(record.reason, op=found.op)
+        if record.reason is not None and found.op:  # the op it died in names every copy of the blocker
+            with_op = dataclasses.replace(record.reason, op=found.op)
+            record.blockers = [with_op if b == record.reason else b for b in record.blockers]
+            record.reason = with_op
         if found.stage in {s.value for s in Stage}:
             record.stages[found.stage] = StageResult(status=status, seconds=elapsed, reason=record.reason)
         record.seconds = elapsed

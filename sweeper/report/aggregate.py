@@ -16,7 +16,9 @@ from sweeper.report import findings
 from sweeper.report.load import CATEGORIES, TRIED, SweepData
 
 EXAMPLES = 3
-STAGE_STATUSES = ("pass", "fail", "blocked", "skip")
+# The stage table's columns, in order: every stage status a model that reached the device
+# can have, so each row adds up to that count (anything else recorded counts as ``fail``).
+STAGE_STATUSES = ("pass", "fail", "crash", "timeout", "oom", "blocked", "skip")
 
 
 def weight(models: pd.DataFrame) -> pd.Series:
@@ -41,6 +43,7 @@ def overview(data: SweepData) -> dict[str, Any]:
     return {
         "models": len(m),
         "tested": tested,
+        "reached_device": int(reached_device(data).sum()),
         "passed": counts["pass"],
         "categories": counts,
         "pass_rate": counts["pass"] / tested if tested else None,
@@ -70,9 +73,20 @@ def coverage(data: SweepData) -> dict[str, Any] | None:
     }
 
 
+def reached_device(data: SweepData) -> pd.Series:
+    """Models that reached the device: their move to it ran (whatever their outcome:
+    lowering-tool, harness and model failures included), not blocked or skipped."""
+    m = data.models
+    column = data.stage_column("to_device")
+    if column not in m.columns:  # a sweep that never moved models: the outcome says it
+        return ~m["category"].isin(["environment", "skip"])
+    return m[column].notna() & ~m[column].isin(["blocked", "skip"])
+
+
 def stage_summary(data: SweepData) -> pd.DataFrame:
-    """Per stage: counts of each stage status among tested models, and the pass share."""
-    tested = data.models["category"].isin(TRIED).to_numpy()
+    """Per stage: counts of each stage status among the models that reached the device
+    (``reached_device``), columns that add up to that count, and the pass share."""
+    tested = reached_device(data).to_numpy()
     n = int(tested.sum())
     rows = []
     for stage in data.stages:
@@ -178,8 +192,16 @@ def fallback_table(data: SweepData) -> pd.DataFrame:
 
 
 def graph_break_table(data: SweepData) -> pd.DataFrame:
-    """Compile graph-break reasons: models, downloads, examples."""
-    return _per_item(data, data.breaks, "reason")
+    """What breaks compiled graphs, by cause (``classify.graph_break_cause``): the models it
+    breaks, how many of them pass all the same, their downloads and examples; the cause
+    breaking the most models first."""
+    out = _per_item(data, data.breaks, "reason")
+    if out.empty:
+        return out.assign(passing=pd.Series(dtype="int64"))
+    passed = (data.models["category"] == "pass").to_numpy()
+    per_cause = data.breaks.drop_duplicates(["row", "reason"]).assign(_pass=lambda b: passed[b["row"].to_numpy()])
+    out["passing"] = out["reason"].map(per_cause.groupby("reason")["_pass"].sum()).fillna(0).astype("int64")
+    return out.sort_values(["models", "downloads", "reason"], ascending=[False, False, True], kind="stable")
 
 
 def compile_problem_table(data: SweepData) -> pd.DataFrame:

@@ -20,7 +20,8 @@ from sweeper.report.aggregate import STAGE_STATUSES, weight
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import compact
 
-COLORS = {"pass": "#2e7d32", "fail": "#c62828", "blocked": "#9e9e9e", "skip": "#f9a825", "not recorded": "#e0e0e0"}
+COLORS = {"pass": "#2e7d32", "fail": "#c62828", "crash": "#6a1b9a", "timeout": "#ef6c00", "oom": "#ad1457",
+          "blocked": "#9e9e9e", "skip": "#f9a825", "not recorded": "#e0e0e0"}  # fmt: skip
 TOP_BLOCKERS = 15
 
 
@@ -45,7 +46,7 @@ def write_charts(a: Analysis, folder: Path) -> list[str]:
 
 def _stages(a: Analysis) -> plt.Figure | None:
     s = a.stages
-    tested = a.overview["tested"]
+    tested = a.overview["reached_device"]
     if s.empty or not tested:
         return None
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -56,7 +57,7 @@ def _stages(a: Analysis) -> plt.Figure | None:
         left += share
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
-    ax.set_xlabel(f"% of {tested:,} models tried on the device")
+    ax.set_xlabel(f"% of {tested:,} models that reached the device")
     ax.set_title("Outcome by stage")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, fontsize=8, frameon=False)
     fig.tight_layout()

@@ -12,6 +12,7 @@ from typing import Any
 
 from sweeper.folder import META, RECORDS, REPROS
 from sweeper.report import tables
+from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
 from sweeper.report.load import CATEGORIES
@@ -33,6 +34,11 @@ LOWERING_TOOL_INTRO = (
 HARNESS_INTRO = (
     "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "
     "target 0. {count} model(s) have at least one."
+)
+GRAPH_BREAKS_INTRO = (
+    "What broke compiled graphs, by cause, the one breaking the most models first. Compile runs as a user's "
+    "`torch.compile` does: the op at a break runs eagerly on the device, and a model that compiles with breaks "
+    "passes (*passing*); `--whole-graph` asks for one graph instead."
 )
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
@@ -123,21 +129,22 @@ def summary_section(a: Analysis) -> str:
 
 
 def stages_section(a: Analysis) -> str:
-    """Per-stage counts (and shares) among models tried on the device."""
+    """Per-stage counts (and shares) among models that reached the device."""
     if a.stages.empty:
         return "_No stages recorded._"
-    tested = a.overview["tested"]
-    statuses = ["pass", "fail", "blocked", "skip", "not recorded"]
+    tested = a.overview["reached_device"]
+    statuses = [*STAGE_STATUSES, "not recorded"]
 
     def cell(count: int) -> str:
         return f"{num(count)} ({pct(count / tested)})" if tested else num(count)
 
     rows = [[md(row["stage"]), *(cell(row[s]) for s in statuses)] for row in a.stages.to_dict(orient="records")]
     note = (
-        f"Counts (and shares) of the {num(tested)} models tried on the device; a stage is blocked when an "
-        "earlier one failed, and with `--collect-all` later stages still run after a failure."
+        f"Counts (and shares) of the {num(tested)} models that reached the device (whatever their outcome; each "
+        "row adds up to them); crash, timeout and oom are apart from fail. A stage is blocked when an earlier one "
+        "failed, and with `--collect-all` later stages still run after a failure."
     )
-    return note + "\n\n" + table(["stage", *statuses], rows, "lrrrrr")
+    return note + "\n\n" + table(["stage", *statuses], rows, "l" + "r" * len(statuses))
 
 
 def links_to_hub(a: Analysis) -> bool:
@@ -170,7 +177,8 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "numerics), ranked like the ops.",
         tables.features(a.features, weighted=w, link=link),
         "## Top reasons",
-        "The first reason of each model the device fails.",
+        "The reason that decided each model the device fails (its record's outcome: a device blocker "
+        "decides over any other).",
         tables.reasons(a.reasons, weighted=w, link=link),
         "## Lowering tool findings",
         LOWERING_TOOL_INTRO,
@@ -184,8 +192,9 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "## CPU fallbacks",
         "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
         tables.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
-        "## Compile graph breaks",
-        tables.per_item(a.breaks, "reason", "graph-break reason", weighted=w, link=link, as_code=False),
+        "## Graph breaks",
+        GRAPH_BREAKS_INTRO,
+        tables.graph_breaks(a.breaks, weighted=w, link=link),
         "## Compile problems",
         tables.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
         "## Numerics",

@@ -20,16 +20,18 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from sweeper.classify import graph_break_cause
 from sweeper.errors import UsageError
 from sweeper.folder import SweepFolder
-from sweeper.records import ORIGIN_PRECEDENCE, STAGE_ORDER, ModelRecord, Reason, ReasonKind, Status
+from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, StageResult, Status
 from sweeper.redact import env_secrets, redact_obj
 from sweeper.sweep_meta import SweepMeta
 
 _STATUSES = {s.value for s in Status}
 # The one vocabulary of model outcomes, in report order, with the words report.md,
-# summary.json and the charts use. A non-passing model is counted under the origin of its
-# blockers (``records.model_origin``): only ``device`` failures enter the device pass rate.
+# summary.json and the charts use. Each model is counted under the outcome its record
+# carries (``ModelRecord.outcome``, decided once by ``records.decide_outcome``; records
+# written before it existed get it on read): only ``device`` failures enter the device pass rate.
 CATEGORIES: dict[str, str] = {
     "pass": "pass",
     "device": "device fail",
@@ -40,12 +42,12 @@ CATEGORIES: dict[str, str] = {
     "skip": "skip",
 }
 TRIED = ("pass", "device")  # the device pass rate's denominator
-_PRECEDENCE = tuple(o.value for o in ORIGIN_PRECEDENCE)
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
+    "numerics_over", "within_noise",
 ]  # fmt: skip
 
 
@@ -79,17 +81,6 @@ class SweepData:
     def stage_column(self, stage: str) -> str:
         """The ``models`` column holding one stage's status."""
         return f"stage_{stage}"
-
-
-def category(status: str, origins: list[str]) -> str:
-    """One of ``CATEGORIES``: pass, the origin its blockers point at, or skip."""
-    if status == "pass":
-        return "pass"
-    present = set(origins)
-    found = next((o for o in _PRECEDENCE if o in present), None)
-    if status == "skip":  # not tried: by choice, or for the environment's sake
-        return "environment" if found == "environment" else "skip"
-    return found or "harness"  # a failure with no reason recorded is ours to explain
 
 
 def build_keys(models: pd.DataFrame) -> pd.Series:
@@ -131,7 +122,7 @@ class Entry(NamedTuple):
 
     row: tuple  # the ``MODEL_COLUMNS`` values
     stages: dict[str, str]  # stage -> status, as recorded
-    died_in: Any  # the stage a worker died in (``notes.stage``), None when none did
+    died_in: Any  # (stage, status) a worker died in (``notes.stage``, crash/timeout), None when none did
     blockers: list[tuple]  # (kind, op, message, origin, stage) of a non-passing model
     fallbacks: list[tuple]  # (op, calls)
     breaks: list[str]  # graph-break reasons
@@ -178,11 +169,12 @@ def entry_of(record: ModelRecord) -> Entry:
     notes = record.notes or {}
     return Entry(
         row=_model_row(record, notes, blockers),
-        stages={name: result.status.value for name, result in record.stages.items()},
-        died_in=notes.get("stage"),
+        stages={name: _stage_status(result) for name, result in record.stages.items()},
+        died_in=_died(record, notes),
         blockers=blockers,
         fallbacks=[(str(op), int(calls or 0)) for op, calls in (record.fallback_ops or {}).items()],
-        breaks=[str(r) for r in record.graph_break_reasons or []],
+        # Causes, not Dynamo's full text: older records kept file names and hints per model.
+        breaks=list(dict.fromkeys(graph_break_cause(r) for r in record.graph_break_reasons or [])),
         problems=[str(p) for p in record.compile_problems or []],
     )
 
@@ -231,7 +223,7 @@ def build(entries: list[Entry], *, meta: SweepMeta | None = None, skipped_lines:
 
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
           "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
-          "nondeterministic_diff": "float64"}  # fmt: skip
+          "nondeterministic_diff": "float64", "within_noise": "bool"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -277,7 +269,7 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         record.model_type,
         record.architecture,
         status,
-        category(status, [b[3] for b in blockers]),
+        _outcome(record),
         reason.kind.value if reason else None,
         reason.op or None if reason else None,
         reason.message or "" if reason else "",
@@ -296,30 +288,56 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         record.reused_from or None,
         # Records without a fingerprint (older sweeps, test checks) are each their own check.
         str(notes.get("fingerprint") or record.key),
+        _part(record, "over").get("tensor"),  # output | gradient: what went past the tolerance
+        _part(record, "within_noise").get("within") is True,
     )
+
+
+def _outcome(record: ModelRecord) -> str:
+    """The record's own outcome (one of ``CATEGORIES``); never re-derived here."""
+    return (record.outcome or record.settle().outcome).value  # type: ignore[union-attr]
+
+
+def _died(record: ModelRecord, notes: dict) -> tuple[str, str] | None:
+    """(stage, how) of a worker that died mid-stage: crash, timeout or oom, from its record."""
+    if not notes.get("stage"):
+        return None
+    oom = record.reason is not None and record.reason.kind is ReasonKind.OOM
+    return str(notes["stage"]), "oom" if oom else record.status.value
+
+
+def _stage_status(result: StageResult) -> str:
+    """A stage's status as the stage table counts it: a failure for want of memory reads
+    ``oom``, apart from other failures (as crashes and timeouts already are)."""
+    status = result.status.value
+    if status in ("fail", "crash") and result.reason is not None and result.reason.kind is ReasonKind.OOM:
+        return "oom"
+    return status
+
+
+def _part(record: ModelRecord, part: str) -> dict:
+    """One table of the record's ``numerics`` (e.g. ``over``), empty when absent."""
+    numerics = record.numerics
+    entry = numerics.get(part) if isinstance(numerics, dict) else None
+    return entry if isinstance(entry, dict) else {}
 
 
 def _figure(record: ModelRecord, part: str, name: str) -> float | None:
     """One number of the record's ``numerics`` (e.g. backward max_rel), None when absent."""
-    numerics = record.numerics
-    entry = numerics.get(part) if isinstance(numerics, dict) else None
-    value = entry.get(name) if isinstance(entry, dict) else None
+    value = _part(record, part).get(name)
     return value if isinstance(value, (int, float)) else None
 
 
-def _stage_statuses(recorded: dict[str, str], died_in: Any, stages: list[str]) -> tuple[str | None, ...]:
-    """Each stage's status; a worker that died mid-stage (``notes.stage``) left none, so
-    that stage reads ``fail`` and the later ones ``blocked``."""
-    if died_in is None:
+def _stage_statuses(recorded: dict[str, str], died: Any, stages: list[str]) -> tuple[str | None, ...]:
+    """Each stage's status. A worker that died mid-stage (``notes.stage``) left only that
+    stage, if any: it reads as the model's crash, timeout or oom (else ``fail``), the stages
+    before it ``pass`` (a stage runs only after those before it did) and the later ones ``blocked``."""
+    if died is None:
         return tuple(recorded.get(stage) for stage in stages)
-    out: list[str | None] = []
-    after_death = False
-    for stage in stages:
-        status = recorded.get(stage)
-        if status is None:
-            if stage == died_in:
-                status, after_death = "fail", True
-            elif after_death:
-                status = "blocked"
-        out.append(status)
-    return tuple(out)
+    died_in, how = died
+    how = how if how in ("crash", "timeout", "oom") else "fail"
+    if died_in not in stages:
+        return tuple(recorded.get(stage) for stage in stages)
+    at = stages.index(died_in)
+    fill = ["pass"] * at + [how] + ["blocked"] * (len(stages) - at - 1)
+    return tuple(recorded.get(stage) or filled for stage, filled in zip(stages, fill))

@@ -25,8 +25,8 @@ ORIGINS = tuple(o.value for o in Origin)
 
 
 def origins(models: pd.DataFrame) -> pd.Series:
-    """Each model's origin, as the report counts it (``load.category``: its blockers' origin
-    by precedence); a skipped model shows its first reason's; a passing one none."""
+    """Each model's origin, as the report counts it (the record's ``outcome``); a skipped
+    model shows its reason's; a passing one none."""
     cat = models["category"]
     skipped = cat.eq("skip") & models["reason_origin"].notna()
     return cat.where(cat.isin(ORIGINS), models["reason_origin"].where(skipped))

@@ -30,7 +30,8 @@ HUB_FILES = [CARD, "*.md", "*.json", "*.html", PARQUET, f"{CHARTS}/*.png"]
 COLUMNS_NOTE = (
     "Columns: `key`, `model_id`, `rank`, `downloads`, `pipeline_tag`, `model_type`, `status` "
     "(pass/fail/skip/timeout/crash/error), `category` (pass/device/lowering_tool/harness/model/environment/skip: "
-    "whose the model's blockers are), `reason_*` (first blocker, with its `reason_origin`), `stage_*` "
+    "the record's outcome, decided once over all its blockers), `reason_*` (the blocker that decided it, "
+    "with its `reason_origin`), `stage_*` "
     "(pass/fail/blocked/skip per stage), `blockers` (kind, op, message, origin, stage), `fallback_ops`, "
     "`graph_break_reasons`, `compile_problems`, `repro` (the command that reruns one model)."
 )

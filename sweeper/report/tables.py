@@ -35,7 +35,7 @@ MESSAGE_CHARS = 120
 
 
 RIGHT = {"#", "k", "rank", "models", "distinct builds", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
-         "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing"}  # fmt: skip
+         "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing", "passing"}  # fmt: skip
 
 
 def align_for(headers: Sequence[str]) -> str:
@@ -208,6 +208,17 @@ def per_item(
     return long_table(keep, _rows(frame, cells, headers, keep), what or f"{title}s")
 
 
+def graph_breaks(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
+    """Graph-break causes, the one breaking the most models first."""
+    headers = ["cause", "models", "passing", "downloads", "examples"]
+
+    def cells(r: Any) -> list[Any]:
+        return [md(r.reason, MESSAGE_CHARS), num(r.models), num(r.passing), compact(r.downloads), examples(r.examples, link)]
+
+    keep = _dl(weighted, headers)
+    return long_table(keep, _rows(frame, cells, headers, keep), "graph-break causes")
+
+
 def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
     """Outcomes per model type or task."""
     headers = [column, "models", "tested", "pass", "pass rate", "not tested", "downloads", "downloads passing"]
@@ -297,6 +308,10 @@ def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
 def _grads_and_random(n: dict[str, Any], weighted: bool, link: bool) -> str:
     """Gradient comparisons and nondeterministic models, when the sweep has any."""
     parts = []
+    if n.get("within_noise"):
+        parts.append(f"{num(n['within_noise'])} model(s) differ past the tolerance but within a small multiple of the "
+                     "CPU's own run-to-run noise (a second CPU run, same seed): recorded as `numerics.within_noise`, "
+                     "not failures.")
     if n.get("grads_compared"):
         worst = n["grads_worst"]
         parts.append(f"Gradients after backward: {num(n['grads_compared'])} models compared with the CPU's, "

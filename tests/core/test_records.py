@@ -18,7 +18,7 @@ def _record() -> ModelRecord:
     rec.reason = rec.stages["forward"].reason
     rec.blockers = [rec.reason]
     rec.fallback_ops = {"aten::bar": 3}
-    return rec
+    return rec.settle()
 
 
 def test_round_trip_is_lossless():
@@ -75,7 +75,9 @@ def test_any_schema_version_reads_through_the_contract():
     }  # fmt: skip
     rec = ModelRecord.from_dict(old)
     assert (rec.key, rec.sweep_id, rec.device) == ("org/m", "", "")
-    assert rec.reason.kind is ReasonKind.UNKNOWN and rec.reason.origin is Origin.DEVICE and rec.reason.message == "m"
+    old_reason = Reason.from_dict(old["reason"])
+    assert old_reason.kind is ReasonKind.UNKNOWN and old_reason.origin is Origin.DEVICE and old_reason.message == "m"
+    assert rec.reason.op == "aten::x" and rec.outcome.value == "device"  # decided over its blockers on read
     assert [(b.kind, b.op, b.origin) for b in rec.blockers] == [(ReasonKind.UNSUPPORTED_OP, "aten::x", Origin.DEVICE)]
     assert list(rec.stages) == ["load"]
     assert Reason.from_dict({"kind": "oom", "origin": "nobody"}).origin is Origin.DEVICE  # the kind's own
@@ -88,3 +90,51 @@ def test_a_line_without_a_known_status_or_a_model_id_is_not_a_record():
         ModelRecord.from_dict({"model_id": "m", "status": "sideways"})
     with pytest.raises(KeyError):
         ModelRecord.from_dict({"status": "pass"})
+
+
+def _disagreeing(schema: int) -> dict:
+    """A record whose first reason (lowering tool) and other blockers (device) disagree."""
+    tool = {"kind": "lowering_tool_error", "op": "aten::index_put", "message": "m", "stage": "compile", "origin": "lowering_tool"}
+    device = {"kind": "dynamic_shape", "op": "aten::nonzero", "message": "n", "stage": "compile", "origin": "device"}
+    return {"model_id": "org/longformer", "status": "fail", "schema_version": schema, "reason": tool,
+            "blockers": [tool, device, dict(device, kind="compile_error")]}
+
+
+def test_the_outcome_is_decided_once_over_every_blocker():
+    from sweeper.records import Outcome
+
+    rec = ModelRecord.from_dict(_disagreeing(2))  # schema 2: upgraded on read by the same rule
+    assert rec.outcome is Outcome.DEVICE
+    assert (rec.reason.kind, rec.reason.op) == (ReasonKind.DYNAMIC_SHAPE, "aten::nonzero")  # the deciding blocker
+    data = json.loads(rec.to_json())
+    assert (data["outcome"], data["schema_version"], data["reason"]["origin"]) == ("device", SCHEMA_VERSION, "device")
+    # A schema-3 line keeps the outcome it was written with: readers never re-derive it.
+    kept = dict(_disagreeing(3), outcome="lowering_tool")
+    assert ModelRecord.from_dict(kept).outcome is Outcome.LOWERING_TOOL
+
+
+def test_outcome_rule_for_skips_and_empty_failures():
+    from sweeper.records import Outcome, decide_outcome
+
+    gated = Reason(ReasonKind.GATED, "needs a token")
+    assert decide_outcome(Status.SKIP, [gated], gated) == (Outcome.ENVIRONMENT, gated)
+    assert decide_outcome(Status.SKIP, [], None) == (Outcome.SKIP, None)
+    assert decide_outcome(Status.ERROR, [], None) == (Outcome.HARNESS, None)
+    assert decide_outcome(Status.PASS, [], None) == (Outcome.PASS, None)
+    crash = Reason(ReasonKind.CRASH, "worker died", stage="forward")
+    model = Reason(ReasonKind.MODEL_ERROR, "bad config", stage="load")
+    rec = base_record(ModelRef("org/m", 1), sweep_id="s", device="trnsim", status=Status.FAIL, reason=model,
+                      blockers=[model, crash]).settle()
+    assert (rec.outcome, rec.reason, rec.status) == (Outcome.DEVICE, crash, Status.CRASH)  # status follows the reason
+
+
+def test_the_committed_reports_still_load_and_decide_longformer_as_device():
+    from pathlib import Path
+
+    from sweeper.records import Outcome
+
+    path = Path(__file__).resolve().parents[2] / "reports" / "top1000-trnsim" / "records.jsonl"
+    records = [ModelRecord.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(records) > 900 and all(r.outcome is not None for r in records)
+    longformer = next(r for r in records if r.model_id == "jpwahle/longformer-base-plagiarism-detection")
+    assert longformer.outcome is Outcome.DEVICE and longformer.reason.origin.value == "device"

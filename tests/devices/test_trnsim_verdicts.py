@@ -142,10 +142,24 @@ def test_nonzero_runs_in_eager_but_not_in_a_compiled_graph(trnsim):
     x = torch.tensor([0.0, 1.0, 0.0, 2.0], device="trnsim")
     assert torch.nonzero(x).cpu().flatten().tolist() == [1, 3]
     with pytest.raises(Exception) as info:
-        run_compiled(lambda t: torch.nonzero(t).float().sum(), x)
+        run_compiled(lambda t: torch.nonzero(t).float().sum(), x, whole_graph=True)
     cause = root_cause(info.value)
     assert isinstance(cause, trnsim.DynamicShapeError)
     assert (cause.reason_kind, cause.op) == (ReasonKind.DYNAMIC_SHAPE, "aten::nonzero")
+
+
+def test_nonzero_breaks_the_graph_by_default_and_runs_eagerly_on_the_device(trnsim):
+    """As a user's torch.compile: Dynamo's defaults break the graph at a data-dependent op,
+    which runs in eager mode on the device (the profile's eager policy: native)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0], device="trnsim")
+    out = run_compiled(lambda t: torch.nonzero(t).float().sum() + t.sum(), x)
+    assert out.item() == 7.0
+    assert sum(counters["graph_break"].values()) >= 1
 
 
 def test_dynamic_true_is_refused(trnsim):

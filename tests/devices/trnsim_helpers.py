@@ -10,11 +10,16 @@ from typing import Any
 import torch
 
 
-def run_compiled(fn: Callable[..., torch.Tensor], *args: Any, backward: bool = True) -> torch.Tensor:
-    """Compile ``fn`` for trnsim, run it (and its backward when it needs grad)."""
-    out = torch.compile(fn, backend="trnsim")(*args)
-    if backward and out.requires_grad:
-        out.float().sum().backward()
+def run_compiled(fn: Callable[..., torch.Tensor], *args: Any, backward: bool = True, whole_graph: bool = False) -> torch.Tensor:
+    """Compile ``fn`` for trnsim, run it (and its backward when it needs grad). With
+    ``whole_graph``, as ``--whole-graph``: one graph, data-dependent ops captured into it."""
+    import torch._dynamo
+
+    capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole_graph)
+    with capture:
+        out = torch.compile(fn, backend="trnsim", fullgraph=whole_graph)(*args)
+        if backward and out.requires_grad:
+            out.float().sum().backward()
     return out
 
 

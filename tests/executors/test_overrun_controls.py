@@ -7,7 +7,7 @@ from executor_faults import ControlledCheck, collect, fault_check, refs
 
 from sweeper.config import SweepConfig
 from sweeper.executors.process import ProcessExecutor
-from sweeper.records import Origin, ReasonKind, Status
+from sweeper.records import Origin, Outcome, ReasonKind, Status
 
 
 def _one(name: str, check, **settings) -> object:
@@ -28,12 +28,14 @@ def test_a_host_memory_overrun_the_cpu_repeats_is_the_harness():
     assert "host-side" in record.reason.message and "--memory-limit-mb" in record.reason.message
     assert record.stages["backward"].reason.origin is Origin.HARNESS
     assert all(b.origin is Origin.HARNESS for b in record.blockers)
+    assert record.outcome is Outcome.HARNESS  # decided again after the control, not on the crash alone
 
 
 def test_an_overrun_the_cpu_does_not_repeat_is_the_devices():
     record = _one("fault/oom-1", ControlledCheck("pass"), memory_limit_mb=300, timeout=30)
     assert (record.reason.kind, record.reason.origin) == (ReasonKind.OOM, Origin.DEVICE)
     assert record.control["status"] == "pass"
+    assert record.outcome is Outcome.DEVICE
 
 
 def test_a_timeout_the_cpu_repeats_is_the_harness():
@@ -48,6 +50,7 @@ def test_a_crash_with_no_control_to_prove_it_is_not_the_devices():
     record = _one("fault/segfault-1", fault_check, timeout=30)
     assert (record.reason.kind, record.reason.origin) == (ReasonKind.CRASH, Origin.HARNESS)
     assert record.control is None and "no CPU control" in record.reason.message
+    assert record.outcome is Outcome.HARNESS
 
 
 def test_a_forked_child_is_charged_only_the_memory_it_does_not_share(tmp_path):

@@ -76,7 +76,7 @@ def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
 def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     assert "| `aten::nonzero` | 1 | 700 | 4 | [org/pass-b](https://huggingface.co/org/pass-b) |" in text
-    assert "| data-dependent op nonzero | 1 | 100 |" in section(text, "Compile graph breaks")
+    assert "| data-dependent op nonzero | 1 | 0 | 100 |" in section(text, "Graph breaks")
     assert "| vit | 1 | 1 | 0 | 0.0% | 0 | 2.0k | 0.0% |" in section(text, "By model type")
     assert "| image-classification | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
 
@@ -149,14 +149,17 @@ def test_large_sweeps_list_only_the_first_failing_models(tmp_path: Path) -> None
     assert "All 299 models" in models and not (tmp_path / "out" / "models.md").exists()
 
 
+OVER_OUTPUT = {"over": {"stage": "forward", "tensor": "output"}}  # the record's typed field
+
+
 def test_numerics_spread_and_the_models_furthest_off(tmp_path: Path) -> None:
     records = [
         record("org/exact", 1, 1000, max_abs_diff=0.0),
         record("org/close", 2, 800, max_abs_diff=4e-7),
-        record("org/a|b", 3, 600, "fail", fail_at="forward", max_abs_diff=6.25,
+        record("org/a|b", 3, 600, "fail", fail_at="forward", max_abs_diff=6.25, numerics=OVER_OUTPUT,
                blockers=[reason("numerics", None, "max |device - cpu| = 6.25 exceeds 0.001 x 4.2")]),
         # A non-finite output has no difference to place: its own bucket, listed first.
-        record("org/nan", 4, 400, "fail", fail_at="forward", max_abs_diff=float("nan"),
+        record("org/nan", 4, 400, "fail", fail_at="forward", max_abs_diff=float("nan"), numerics=OVER_OUTPUT,
                blockers=[reason("numerics", None, "max |device - cpu| = nan exceeds 0.001 x inf")]),
         record("org/none", 5, 200, "fail", fail_at="load", blockers=[reason("model_error")]),
     ]  # fmt: skip
@@ -179,8 +182,10 @@ def test_numerics_shows_gradients_and_nondeterministic_models_apart(tmp_path: Pa
     records = [
         record("org/exact", 1, 1000, max_abs_diff=0.0, numerics=grads),
         record("org/grad-off", 2, 800, "fail", fail_at="backward", max_abs_diff=0.0,
-               blockers=[reason("numerics", None, "gradients: max |device - cpu| = 0.5 exceeds 0.001")],
-               numerics={**grads, "backward": {"max_abs": 0.5, "max_rel": 0.25, "within": False}}),
+               # As records write it: the message does not start with "gradients"; the typed field says so.
+               blockers=[reason("numerics", None, "NumericsError: gradients: max |device - cpu| = 0.5 exceeds 0.001")],
+               numerics={**grads, "backward": {"max_abs": 0.5, "max_rel": 0.25, "within": False},
+                         "over": {"stage": "backward", "tensor": "gradient", "max_abs": 0.5}}),
         # Its CPU runs differ: over tolerance on the device, yet passing and not in the spread.
         record("org/vilt", 3, 600, max_abs_diff=0.8,
                numerics={"forward": {"max_abs": 0.8, "max_rel": 0.4, "within": False},
@@ -210,3 +215,22 @@ def test_report_and_page_show_the_same_sweep_header(tmp_path: Path) -> None:
     for label, value in rows.items():
         shown = f"`{value}`" if label in ("sweep", "device") else value
         assert f"| **{label}** | {shown} |" in text, label
+
+
+def test_graph_breaks_are_ranked_by_cause_across_models(tmp_path: Path) -> None:
+    """Dynamo's reasons differ per model (hints, file names); the table groups them by cause
+    and puts the cause breaking the most models first, passing models included."""
+    dynamo = ("Dynamic shape operator\n  Explanation: Operator `aten.nonzero.default`'s output shape depends on input "
+              "Tensor data.\n  Hint: Enable tracing ... File \"{}\", line 3")  # fmt: skip
+    records = [
+        record(f"org/speech-{i}", i, 100 * i, graph_breaks=2,
+               graph_break_reasons=[dynamo.format(f"m{i}.py"), "Unsupported Tensor.item() call with capture_scalar_outputs=False"])
+        for i in (1, 2, 3)
+    ] + [record("org/big", 4, 9000, graph_breaks=1, graph_break_reasons=["Unsupported Tensor.item() call with "
+                                                                         "capture_scalar_outputs=False"]),
+         record("org/odd", 5, 99999, graph_breaks=1, graph_break_reasons=["call to a builtin"])]  # fmt: skip
+    rows = [line for line in section(report_for(tmp_path, records), "Graph breaks").splitlines() if line.startswith("| ")]
+    assert rows[0] == "| cause | models | passing | downloads | examples |"
+    assert rows[2].startswith(r"| Unsupported Tensor.item() call with capture\_scalar\_outputs=False | 4 | 4 |")
+    assert rows[3].startswith("| Dynamic shape operator (aten::nonzero) | 3 | 3 | 600 |")
+    assert rows[4].startswith("| call to a builtin | 1 | 1 |")

@@ -209,17 +209,15 @@ def graph_break_count() -> int:
 def register_backend() -> None:
     """Make ``backend="trnsim"`` known to torch.compile (idempotent).
 
-    Data-dependent output shapes (``nonzero``) are captured into the graph instead of
-    breaking it, so the compiler sees them and refuses them per the profile, as the chip's
-    compiler would. This is a process-wide Dynamo setting: one device per process.
+    Dynamo's process-wide settings are left as they are: a data-dependent op (``nonzero``)
+    breaks the graph and runs eagerly on the device, as under a user's ``torch.compile``.
+    Capturing it into the graph is the compile stage's ``whole_graph`` choice, per call.
     """
     if _REGISTERED:
         return
-    from torch._dynamo import config
     from torch._dynamo.backends.registry import register_backend as register
 
     register(name="trnsim")(trnsim_backend)
-    config.capture_dynamic_output_shape_ops = True
     _REGISTERED["trnsim"] = True
 
 

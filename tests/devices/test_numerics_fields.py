@@ -1,0 +1,101 @@
+"""Numerics as typed fields, and the CPU reference's own noise.
+
+Which stage and tensor went past the tolerance is a field of the record
+(``numerics.over``: stage, tensor); a gap within a small multiple of the CPU reference's
+own run-to-run noise is recorded as ``numerics.within_noise`` and is not a failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from sweeper import stages
+from sweeper.check import check_model
+from sweeper.config import SweepConfig
+from sweeper.materialize import Built
+from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
+from sweeper.selfnoise import NOISE_MULTIPLIER
+
+CALLS = {"backward": 0}
+
+
+class JitteryGrad(torch.autograd.Function):
+    """Identity whose backward drifts a little with every call, on any device: kernels whose
+    reduction order varies from run to run (the CPU's two runs differ too)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        CALLS["backward"] += 1
+        return grad * (1 + 0.05 * CALLS["backward"])
+
+
+class DeviceSkewedGrad(torch.autograd.Function):
+    """Identity whose backward is off by 50% on the device only."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 1.5 if grad.device.type == "trnsim" else grad
+
+
+class Net(torch.nn.Module):
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.first = torch.nn.Linear(8, 8)
+        self.second = torch.nn.Linear(8, 8)
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(self.fn(self.first(x)))
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, fn: Any) -> ModelRecord:
+    CALLS["backward"] = 0
+    torch.manual_seed(1)
+    inputs = {"x": torch.randn(4, 8)}
+    monkeypatch.setattr(stages, "materialize", lambda ref, cfg: Built(model=Net(fn).eval(), inputs=dict(inputs),
+                                                                        architecture="Net", model_type="net",
+                                                                        num_parameters=144))  # fmt: skip
+    return check_model(ModelRef(model_id="test/net", rank=1), SweepConfig.of(device="trnsim", stages=("backward",)))
+
+
+def test_a_gradient_gap_within_the_cpus_own_noise_is_not_a_failure(trnsim, monkeypatch):
+    record = _run(monkeypatch, JitteryGrad.apply)
+    assert record.status is Status.PASS, record.reason
+    noise = record.numerics["within_noise"]
+    assert (noise["stage"], noise["tensor"], noise["within"]) == ("backward", "gradient", True)
+    assert 0 < noise["device_max_abs"] <= NOISE_MULTIPLIER * noise["noise_max_abs"]
+    assert record.numerics["backward"]["within"] is False  # the gap itself stays on the record
+    assert "over" not in record.numerics
+
+
+def test_a_device_gap_past_noise_fails_with_stage_and_tensor_as_fields(trnsim, monkeypatch):
+    record = _run(monkeypatch, DeviceSkewedGrad.apply)
+    assert record.reason.kind is ReasonKind.NUMERICS and record.reason.stage == "backward"
+    over = record.numerics["over"]
+    assert (over["stage"], over["tensor"]) == ("backward", "gradient") and over["max_abs"] > 0
+    assert record.numerics["noise"]["noise_max_abs"] == 0.0  # the CPU repeats itself exactly
+    assert record.numerics["forward"]["within"] is True
+
+
+def test_old_records_get_numerics_fields_from_their_blockers_stage():
+    """Schema-2 records kept no ``over`` field: it is read from the numerics blocker's stage,
+    never from how its message starts."""
+    gap = {"kind": "numerics", "message": "NumericsError: gradients: max ...", "stage": "backward", "origin": "device"}
+    old = {"model_id": "org/xclip", "status": "fail", "schema_version": 2, "reason": gap, "blockers": [gap],
+           "numerics": {"forward": {"max_abs": 0.0, "max_rel": 0.0, "within": True},
+                        "backward": {"max_abs": 4.37, "max_rel": 0.0046, "within": False, "where": "w"}}}
+    record = ModelRecord.from_dict(old)
+    assert record.numerics["over"] == {"stage": "backward", "tensor": "gradient", "max_abs": 4.37, "max_rel": 0.0046,
+                                       "within": False, "where": "w"}
