@@ -11,8 +11,10 @@ the ref and the settings alone (no torch, no transformers import), in three part
   mappings the ``pipeline_tag`` asks for) and whether the library is supported;
 - **settings**: every setting (``SweepConfig.to_dict``) except those that only say *which* models run
   or *how* they are scheduled (``NOT_OUTCOME``), a new field counts by default;
-- **environment**: torch, transformers, huggingface_hub, Python and sweeper versions, a
-  digest of sweeper's own source, and the device profile's name and content hash.
+- **environment**: torch, Python and sweeper versions, a digest of sweeper's own source and
+  the device profile's name and content hash for every model, plus the versions of only the
+  packages the ref's library uses (``sweeper.versions.LIBRARY_PACKAGES``): upgrading timm
+  re-runs the timm models' checks and no others.
 
 A ref whose config would be fetched from a reachable Hub, or whose weights are pretrained,
 cannot be known in advance: its model part names the repo and revision, so it shares with
@@ -32,7 +34,7 @@ from sweeper.records import ModelRef
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: library versions per ref, not one set for everyone
 SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers", ""})
 # Settings that choose or schedule models but never change one model's outcome.
 NOT_OUTCOME = frozenset(
@@ -66,12 +68,16 @@ def source_digest() -> str:
 
 
 def environment(device_info: dict[str, Any]) -> dict[str, Any]:
-    """Library versions, sweeper's source digest and the device profile."""
-    from sweeper.versions import versions
+    """What every check shares: torch and Python versions, sweeper's version and source
+    digest, and the device profile (library versions are per ref: ``library_versions``)."""
+    import platform
+
+    import sweeper
+    from sweeper.versions import package_version
 
     profile = device_info.get("profile") or {}
     return {
-        "versions": versions(),
+        "versions": {"torch": package_version("torch"), "python": platform.python_version(), "sweeper": sweeper.__version__},
         "sweeper_source": source_digest(),
         "device_profile": f"{profile.get('name')}@{profile.get('hash')}" if profile else None,
     }
@@ -153,10 +159,17 @@ class Fingerprinter:
             offline = hub_offline()
         self.offline = offline
         self.common = digest({"v": FINGERPRINT_VERSION, "settings": settings(cfg), "env": environment(device_info)})
+        self._library: dict[str, str] = {}  # library -> digest of its packages' versions
 
     def __call__(self, ref: ModelRef) -> str:
         """The fingerprint of ``ref``'s check (hex, 32 characters)."""
-        return digest({"common": self.common, "model": model_part(ref, self.cfg, offline=self.offline)})[:32]
+        library = ref.library_name or ""
+        if library not in self._library:
+            from sweeper.versions import library_versions
+
+            self._library[library] = digest(library_versions(library))
+        part = model_part(ref, self.cfg, offline=self.offline)
+        return digest({"common": self.common, "library": self._library[library], "model": part})[:32]
 
     def cacheable(self, ref: ModelRef) -> bool:
         """Whether the fingerprint pins the config: a repo fetched at a moving revision does not."""

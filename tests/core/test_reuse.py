@@ -25,8 +25,8 @@ def _fp(cfg: SweepConfig = SweepConfig(), device: dict = CPU, *, offline: bool =
 
 def test_offline_defaults_of_one_type_and_task_share_a_fingerprint():
     fp = _fp()
-    a, b = _ref("org/a", 1), _ref("org/b", 2, tag="fill-mask", library_name="sentence-transformers")
-    assert fp(a) == fp(b)
+    a, b = _ref("org/a", 1), _ref("org/b", 2, tag="fill-mask", library_name="transformers")
+    assert fp(a) == fp(b)  # a listing that names no library is built by transformers
     # A task asking for another head, another type, another architecture: another check.
     assert fp(a) != fp(_ref("org/c", 3, tag="text-classification"))
     assert fp(a) != fp(_ref("org/d", 4, model_type="roberta"))
@@ -71,6 +71,46 @@ def test_unsupported_library_is_one_check_per_library():
 def test_settings_that_decide_an_outcome_are_in_the_fingerprint(change, shares):
     ref = _ref("org/a", 1)
     assert (_fp()(ref) == _fp(SweepConfig().replace(**change))(ref)) is shares
+
+
+def _upgraded(monkeypatch, package: str) -> Fingerprinter:
+    from sweeper import versions
+
+    real = versions.package_version
+    monkeypatch.setattr(versions, "package_version", lambda name: "99.0" if name == package else real(name))
+    return _fp()
+
+
+LIBRARY_REFS = {
+    "transformers": _ref("org/bert", 1, library_name="transformers"),
+    "unnamed": _ref("org/bert-2", 2),
+    "sentence-transformers": _ref("org/st", 3, library_name="sentence-transformers"),
+    "timm": _ref("org/vit", 4, library_name="timm", model_type=None),
+    "open_clip": _ref("org/clip", 5, library_name="open_clip", model_type=None),
+    "flair": _ref("org/ner", 6, library_name="flair", model_type=None),
+}
+
+
+@pytest.mark.parametrize(
+    "package, changed",
+    [
+        ("sentence-transformers", {"sentence-transformers"}),
+        ("timm", {"timm", "open_clip"}),  # open_clip builds on timm
+        ("tokenizers", {"transformers", "unnamed", "sentence-transformers"}),
+        ("flair", {"flair"}),  # a library missing from the table: its own package
+        ("torch", set(LIBRARY_REFS)),  # everyone's
+    ],
+)
+def test_a_package_upgrade_changes_only_the_fingerprints_of_the_libraries_using_it(monkeypatch, package, changed):
+    before = {name: _fp()(ref) for name, ref in LIBRARY_REFS.items()}
+    upgraded = _upgraded(monkeypatch, package)
+    after = {name: upgraded(ref) for name, ref in LIBRARY_REFS.items()}
+    assert {name for name in LIBRARY_REFS if before[name] != after[name]} == changed
+
+
+def test_a_sentence_transformers_model_is_not_answered_by_a_transformers_one():
+    fp = _fp()
+    assert fp(_ref("org/a", 1)) != fp(_ref("org/b", 2, library_name="sentence-transformers"))
 
 
 def test_a_new_device_profile_is_a_new_check():
