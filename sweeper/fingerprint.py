@@ -122,8 +122,9 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
     cached = hub_cached_config(ref)
     if cached is not None:
         return ("hub-cache", cached["sha"])
-    # Offline and not cached: the type's default, or an error naming the model.
-    return ("default-offline",) if ref.model_type else ("repo", ref.model_id, ref.revision)
+    # Offline and not cached: the type's default, or the same download error for every
+    # such model (a copy names its own model: ``reuse.copy_for``).
+    return ("default-offline",) if ref.model_type else ("offline-missing",)
 
 
 def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, Any]:
@@ -174,4 +175,5 @@ class Fingerprinter:
     def cacheable(self, ref: ModelRef) -> bool:
         """Whether the fingerprint pins the config: a repo fetched at a moving revision does not."""
         origin = config_origin(ref, self.cfg, offline=self.offline)
-        return not (origin[0] == "repo" and not origin[2])
+        # A config missing tonight may be in the Hub cache (or the Hub reachable) tomorrow.
+        return not (origin[0] == "repo" and not origin[2]) and origin[0] != "offline-missing"

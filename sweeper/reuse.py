@@ -17,12 +17,12 @@ of the group runs in the next round.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sweeper.cache import ResultCache
-from sweeper.records import ModelRecord, ModelRef, Reason, base_record
+from sweeper.records import ModelRecord, ModelRef, Reason
+from sweeper.redact import redact_obj
 
 # Notes that describe one worker's run, not the check's outcome.
 RUN_NOTES = ("infra_retries", "worker_recycled")
@@ -37,26 +37,60 @@ def reusable(record: ModelRecord) -> bool:
     return not record.notes.get("infrastructure")
 
 
-def copy_for(record: ModelRecord, ref: ModelRef, *, repro: str) -> ModelRecord:
-    """``record``'s outcome under ``ref``'s identity; ``reused_from`` names the model that ran."""
-    new = ModelRecord.from_dict(json.loads(record.to_json()))  # deep copy
-    ident = base_record(ref, sweep_id=record.sweep_id, device=record.device, status=record.status)
-    for name in ("model_id", "key", "rank", "downloads", "revision", "pipeline_tag", "library_name"):
-        setattr(new, name, getattr(ident, name))
+# What a copy has of its own; everything else it shares with the record it copies.
+OWN_FIELDS = (
+    "sweep_id", "model_id", "key", "rank", "downloads", "revision", "pipeline_tag", "library_name", "model_type",
+    "architecture", "repro", "reused_from", "seconds", "notes",
+)  # fmt: skip
+
+
+class ReusedRecord(ModelRecord):
+    """A copy of another model's record that serialises from that record's dict: only its
+    own fields (``OWN_FIELDS``) are converted and redacted per copy, which is what keeps a
+    100,000-model sweep's driver cheap when most models reuse a check."""
+
+    _outcome: dict[str, Any] | None = None  # the copied record's ``to_dict()``
+
+    def to_dict(self) -> dict[str, Any]:
+        if self._outcome is None:
+            return super().to_dict()
+        data = dict(self._outcome)
+        data.update(redact_obj({name: getattr(self, name) for name in OWN_FIELDS}))
+        data["seconds"] = round(self.seconds, 4)
+        return data
+
+
+def copy_for(record: ModelRecord, ref: ModelRef, *, repro: str, outcome: dict[str, Any] | None = None) -> ModelRecord:
+    """``record``'s outcome under ``ref``'s identity; ``reused_from`` names the model that ran.
+
+    ``outcome``, ``record.to_dict()`` when the caller keeps it for many copies, spares
+    serialising the shared parts again for each.
+    """
+    # A shallow copy: the outcome's parts (stages, reasons, numerics, ...) are shared with
+    # ``record`` and never changed once a record is settled; what differs is set here.
+    new = ReusedRecord.__new__(ReusedRecord)
+    new.__dict__.update(record.__dict__)
+    new.__dict__.pop("_outcome", None)
+    new.model_id, new.key, new.rank, new.downloads = ref.model_id, ref.key, ref.rank, ref.downloads
+    new.revision, new.pipeline_tag, new.library_name = ref.revision, ref.pipeline_tag, ref.library_name
     new.model_type = ref.model_type or record.model_type
     new.architecture = record.architecture or ref.architecture
     new.repro = repro
     new.reused_from = record.reused_from or record.model_id
     new.seconds = 0.0  # this model cost nothing; the stages keep the check's own timings
-    for note in RUN_NOTES:
-        new.notes.pop(note, None)
-    if record.model_id and record.model_id != ref.model_id:
-        _rename(new, record.model_id, ref.model_id)
+    new.notes = {k: v for k, v in record.notes.items() if k not in RUN_NOTES}
+    renamed = bool(record.model_id) and record.model_id != ref.model_id and _rename(new, record.model_id, ref.model_id)
+    if outcome is not None and not renamed:
+        new._outcome = outcome
     return new
 
 
-def _rename(record: ModelRecord, old: str, new: str) -> None:
-    """Messages that name the model that ran (``X needs trust_remote_code``) name this one."""
+def _rename(record: ModelRecord, old: str, new: str) -> bool:
+    """Messages that name the model that ran (``X needs trust_remote_code``) name this one;
+    returns whether any did."""
+    reasons = [record.reason, *record.blockers, *(v.reason for v in record.stages.values())]
+    if not any(r is not None and old in r.message for r in reasons):
+        return False
 
     def fix(reason: Reason | None) -> Reason | None:
         if reason is None or old not in reason.message:
@@ -66,6 +100,7 @@ def _rename(record: ModelRecord, old: str, new: str) -> None:
     record.reason = fix(record.reason)
     record.blockers = [b for b in (fix(b) for b in record.blockers) if b is not None]
     record.stages = {k: dataclasses.replace(v, reason=fix(v.reason)) for k, v in record.stages.items()}
+    return True
 
 
 class Reuse:
@@ -90,6 +125,8 @@ class Reuse:
         self.answers: dict[str, ModelRecord] = {}
         self.waiting: dict[str, list[ModelRef]] = {}  # fingerprint -> refs waiting for its answer
         self.running: dict[str, ModelRef] = {}  # ref key -> the representative in flight
+        # id(answer) -> (answer, its to_dict()): serialised once for all its copies
+        self._outcomes: dict[int, tuple[ModelRecord, dict[str, Any]]] = {}
         if enabled:
             for record in known:
                 fp = record.notes.get("fingerprint")
@@ -133,7 +170,10 @@ class Reuse:
         return self.answers.get(fp)
 
     def _copy(self, record: ModelRecord, ref: ModelRef) -> ModelRecord:
-        return copy_for(record, ref, repro=self.repro(ref))
+        held = self._outcomes.get(id(record))
+        if held is None or held[0] is not record:
+            held = self._outcomes[id(record)] = (record, record.to_dict())
+        return copy_for(record, ref, repro=self.repro(ref), outcome=held[1])
 
     def settle(self, record: ModelRecord) -> list[ModelRecord]:
         """A record came back: it and the copies it answers for, to be written in order."""
