@@ -174,6 +174,8 @@ class Fingerprinter:
 
     def cacheable(self, ref: ModelRef) -> bool:
         """Whether the fingerprint pins the config: a repo fetched at a moving revision does not."""
+        if (ref.library_name or "") not in SUPPORTED_LIBRARIES:
+            return True  # the outcome is the library's name alone
         origin = config_origin(ref, self.cfg, offline=self.offline)
         # A config missing tonight may be in the Hub cache (or the Hub reachable) tomorrow.
         return not (origin[0] == "repo" and not origin[2]) and origin[0] != "offline-missing"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.cache import ResultCache
@@ -121,7 +122,8 @@ class Reuse:
         self.enabled = enabled
         self.cache = cache
         self.cacheable = cacheable
-        self.fp_of: dict[str, str] = {}  # ref key -> fingerprint
+        self.fp_of: dict[str, str] = {}  # ref key -> fingerprint, for the refs in flight
+        self.planned = 0  # refs planned so far
         self.answers: dict[str, ModelRecord] = {}
         self.waiting: dict[str, list[ModelRef]] = {}  # fingerprint -> refs waiting for its answer
         self.running: dict[str, ModelRef] = {}  # ref key -> the representative in flight
@@ -135,23 +137,34 @@ class Reuse:
 
     def plan(self, refs: Iterable[ModelRef]) -> tuple[list[ModelRef], list[ModelRecord]]:
         """(refs to run now, records already answered); the rest wait for a representative."""
+        ready: list[ModelRecord] = []
+        return self.plan_into(refs, ready.extend), ready
+
+    def plan_into(self, refs: Iterable[ModelRef], emit: Callable[[list[ModelRecord]], None], *, chunk: int = 1000) -> list[ModelRef]:
+        """The refs to run now; records already answered go to ``emit`` in chunks as the
+        refs are read, so a sweep of any size never holds them all."""
         run: list[ModelRef] = []
         ready: list[ModelRecord] = []
         for ref in refs:
-            fp = self.fp_of[ref.key] = self.fingerprint(ref)
-            if not self.enabled:
-                run.append(ref)
-                continue
-            answer = self._answer(fp)
+            fp = self.fingerprint(ref)
+            self.planned += 1
+            answer = self._answer(fp) if self.enabled else None
             if answer is not None:
                 ready.append(self._copy(answer, ref))
-            elif fp in self.waiting:
+                if len(ready) >= chunk:
+                    emit(ready)
+                    ready = []
+            elif self.enabled and fp in self.waiting:
                 self.waiting[fp].append(ref)
             else:
-                self.waiting[fp] = []
+                if self.enabled:
+                    self.waiting[fp] = []
+                self.fp_of[ref.key] = fp
                 run.append(ref)
+        if ready:
+            emit(ready)
         self.running.update((ref.key, ref) for ref in run)
-        return run, ready
+        return run
 
     def stream(self, refs: Iterable[ModelRef]) -> Iterator[ModelRef]:
         """Refs of a listing that streams while the sweep runs: each is fingerprinted as it
@@ -177,7 +190,7 @@ class Reuse:
 
     def settle(self, record: ModelRecord) -> list[ModelRecord]:
         """A record came back: it and the copies it answers for, to be written in order."""
-        fp = self.fp_of.get(record.key)
+        fp = self.fp_of.pop(record.key, None)
         ref = self.running.pop(record.key, None)
         if not fp:
             return [record]
@@ -193,13 +206,35 @@ class Reuse:
         """Representatives for groups left unanswered (their first one failed for
         infrastructure reasons): empty when every ref has its record."""
         run = []
+        in_flight = set(self.fp_of.values())
         for fp, refs in list(self.waiting.items()):
-            if refs and not any(self.fp_of.get(k) == fp for k in self.running):
-                run.append(refs.pop(0))
+            if refs and fp not in in_flight:
+                ref = refs.pop(0)
+                self.fp_of[ref.key] = fp
+                run.append(ref)
             if not refs:
                 del self.waiting[fp]
         self.running.update((ref.key, ref) for ref in run)
         return run
+
+
+def known_answers(out_dir: Path) -> Iterator[ModelRecord]:
+    """One record per fingerprint from a sweep folder's records (what a resumed sweep
+    copies from), read as a stream: a 100,000-record folder is never held whole."""
+    from sweeper.folder import SweepFolder
+    from sweeper.store import iter_raw
+
+    seen: set[str] = set()
+    for raw in iter_raw(SweepFolder(out_dir).records):
+        notes = raw.get("notes") if isinstance(raw.get("notes"), dict) else {}
+        fp = notes.get("fingerprint")
+        if fp and fp not in seen and not notes.get("infrastructure"):
+            try:
+                record = ModelRecord.from_dict(raw)
+            except (ValueError, KeyError, TypeError):  # a line this version cannot read answers nothing
+                continue
+            seen.add(fp)
+            yield record
 
 
 def for_sweep(cfg: SweepConfig, device_info: dict, *, known: Iterable[ModelRecord], fingerprinted: bool) -> Reuse:

@@ -61,6 +61,7 @@ def test_unsupported_library_is_one_check_per_library():
     fp = _fp()
     assert fp(_ref("x/a", 1, library_name="timm", model_type=None)) == fp(_ref("x/b", 2, library_name="timm"))
     assert fp(_ref("x/a", 1, library_name="timm")) != fp(_ref("x/c", 3, library_name="diffusers"))
+    assert fp.cacheable(_ref("x/a", 1, library_name="timm", model_type=None))  # kept across sweeps
 
 
 @pytest.mark.parametrize(
