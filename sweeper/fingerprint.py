@@ -159,18 +159,33 @@ class Fingerprinter:
 
             offline = hub_offline()
         self.offline = offline
-        self.common = digest({"v": FINGERPRINT_VERSION, "settings": settings(cfg), "env": environment(device_info)})
+        self._settings = digest(settings(cfg))
+        self._environment = digest(environment(device_info))
+        self.common = digest({"v": FINGERPRINT_VERSION, "settings": self._settings, "env": self._environment})
         self._library: dict[str, str] = {}  # library -> digest of its packages' versions
 
     def __call__(self, ref: ModelRef) -> str:
         """The fingerprint of ``ref``'s check (hex, 32 characters)."""
+        part = model_part(ref, self.cfg, offline=self.offline)
+        return digest({"common": self.common, "library": self._library_digest(ref), "model": part})[:32]
+
+    def parts(self, ref: ModelRef) -> dict[str, str]:
+        """Short digests of the fingerprint's parts (``settings``, ``environment``,
+        ``library`` versions, ``model``): kept in the record, so ``sweep diff`` can say
+        which part made a model's check run again."""
+        model = digest(model_part(ref, self.cfg, offline=self.offline))
+        return {
+            "settings": self._settings[:8], "environment": self._environment[:8],
+            "library": self._library_digest(ref)[:8], "model": model[:8],
+        }  # fmt: skip
+
+    def _library_digest(self, ref: ModelRef) -> str:
         library = ref.library_name or ""
         if library not in self._library:
             from sweeper.versions import library_versions
 
             self._library[library] = digest(library_versions(library))
-        part = model_part(ref, self.cfg, offline=self.offline)
-        return digest({"common": self.common, "library": self._library[library], "model": part})[:32]
+        return self._library[library]
 
     def cacheable(self, ref: ModelRef) -> bool:
         """Whether the fingerprint pins the config: a repo fetched at a moving revision does not."""

@@ -116,12 +116,14 @@ class Reuse:
         known: Iterable[ModelRecord] = (),
         cache: ResultCache | None = None,
         cacheable: Callable[[ModelRef], bool] = lambda ref: True,
+        explain: Callable[[ModelRef], dict[str, str]] | None = None,
     ) -> None:
         self.fingerprint = fingerprint
         self.repro = repro
         self.enabled = enabled
         self.cache = cache
         self.cacheable = cacheable
+        self.explain = explain  # the fingerprint's parts, noted on each record that ran
         self.fp_of: dict[str, str] = {}  # ref key -> fingerprint, for the refs in flight
         self.planned = 0  # refs planned so far
         self.answers: dict[str, ModelRecord] = {}
@@ -195,6 +197,8 @@ class Reuse:
         if not fp:
             return [record]
         record.notes["fingerprint"] = fp
+        if ref is not None and self.explain is not None:
+            record.notes["fingerprint_parts"] = self.explain(ref)
         if ref is not None and self.cache is not None and reusable(record) and self.cacheable(ref):
             self.cache.put(fp, record)
         if not self.enabled or not reusable(record):
@@ -255,4 +259,5 @@ def for_sweep(cfg: SweepConfig, device_info: dict, *, known: Iterable[ModelRecor
     return Reuse(
         fingerprinter, repro=lambda ref: repro_command(ref, cfg), enabled=cfg.output.reuse,
         known=known if cfg.output.reuse else (), cache=cache, cacheable=fingerprinter.cacheable,
+        explain=fingerprinter.parts,
     )

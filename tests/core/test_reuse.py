@@ -113,6 +113,14 @@ def test_a_package_upgrade_changes_only_the_fingerprints_of_the_libraries_using_
     assert {name for name in LIBRARY_REFS if before[name] != after[name]} == changed
 
 
+def test_the_fingerprint_parts_say_which_part_changed(monkeypatch):
+    ref = LIBRARY_REFS["sentence-transformers"]
+    before = _fp().parts(ref)
+    assert {k for k, v in _fp(SweepConfig.of(seed=3)).parts(ref).items() if before[k] != v} == {"settings"}
+    after = _upgraded(monkeypatch, "sentence-transformers").parts(ref)
+    assert {k for k in before if before[k] != after[k]} == {"library"}
+
+
 def test_a_sentence_transformers_model_is_not_answered_by_a_transformers_one():
     fp = _fp()
     assert fp(_ref("org/a", 1)) != fp(_ref("org/b", 2, library_name="sentence-transformers"))
