@@ -228,3 +228,23 @@ def test_a_copy_writes_the_same_line_as_a_record_built_field_by_field(monkeypatc
     assert "infra_retries" not in ready[0].notes and rec.notes["infra_retries"] == 1
     # The copies share one serialised outcome: the second is not converted again.
     assert ready[0]._outcome is ready[1]._outcome is not None
+
+
+def test_answered_models_are_handed_out_in_chunks_while_the_refs_are_read():
+    known = _record(_ref("org/a", 1), fingerprint="bert")
+    reuse = _reuse(known=[known])
+    emitted: list[list[str]] = []
+    read: list[str] = []
+
+    def refs():
+        for i in range(5):
+            ref = _ref(f"org/b{i}", i + 2)
+            read.append(ref.model_id)
+            yield ref
+        yield _ref("org/gpt", 9, model_type="gpt2")
+
+    run = reuse.plan_into(refs(), lambda records: emitted.append([(r.model_id, len(read)) for r in records]), chunk=2)
+    assert [r.model_id for r in run] == ["org/gpt"]
+    # Written two at a time as the refs arrive, not all at the end.
+    assert emitted == [[("org/b0", 2), ("org/b1", 2)], [("org/b2", 4), ("org/b3", 4)], [("org/b4", 5)]]
+    assert reuse.planned == 6 and list(reuse.fp_of) == ["org/gpt"]  # only the check in flight is held
