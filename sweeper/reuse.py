@@ -1,8 +1,9 @@
 """Do each distinct check once: group a sweep's refs by fingerprint, run one per group.
 
-The driver asks ``Reuse.plan`` which refs to run: the first ref (in rank order) of each
-fingerprint not already answered. Answers come from records of the same sweep folder (a
-resumed sweep), from ``--cache``, or from the representative's record once it comes back
+The driver asks ``Reuse.plan_into`` which refs to run: the first ref (in rank order) of
+each fingerprint not already answered (answered ones are written as the refs are read).
+Answers come from records of the same sweep folder (a resumed sweep, one per fingerprint),
+from ``--cache``, or from the representative's record once it comes back
 (``settle``): every other ref of its group then gets a copy of it under its own identity
 (model id, key, rank, downloads, pipeline tag, repro, ...) with ``reused_from`` naming the
 model that ran. Every model still gets exactly one record.
