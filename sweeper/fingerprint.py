@@ -192,5 +192,6 @@ class Fingerprinter:
         if (ref.library_name or "") not in SUPPORTED_LIBRARIES:
             return True  # the outcome is the library's name alone
         origin = config_origin(ref, self.cfg, offline=self.offline)
-        # A config missing tonight may be in the Hub cache (or the Hub reachable) tomorrow.
-        return not (origin[0] == "repo" and not origin[2]) and origin[0] != "offline-missing"
+        # ``offline-missing`` is cacheable: a config in the Hub cache tomorrow, or a Hub
+        # that answers, is another origin, hence another fingerprint.
+        return not (origin[0] == "repo" and not origin[2])

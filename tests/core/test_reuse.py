@@ -51,10 +51,11 @@ def test_a_reachable_hub_or_pretrained_weights_make_every_model_its_own_check():
     pretrained = _fp(SweepConfig.of(weights="pretrained"))
     assert pretrained(_ref("org/a", 1)) != pretrained(_ref("org/b", 2))
     # Offline, every model without a type and a cached config fails the same way (its copy
-    # names itself), within one sweep: tomorrow the config may be in the cache.
+    # names itself); online, each is its own check again.
     fp = _fp()
     assert fp(_ref("org/a", 1, model_type=None)) == fp(_ref("org/b", 2, model_type=None))
-    assert not fp.cacheable(_ref("org/a", 1, model_type=None))
+    assert fp(_ref("org/a", 1, model_type=None)) != online(_ref("org/a", 1, model_type=None))
+    assert fp.cacheable(_ref("org/a", 1, model_type=None)) and not online.cacheable(_ref("org/a", 1, model_type=None))
 
 
 def test_unsupported_library_is_one_check_per_library():
