@@ -7,7 +7,7 @@ one (``sweeper.reuse``). The sweep runs in a fresh child process (the driver), s
 RSS is the driver's alone; the executor's workers are other processes.
 
     python benchmarks/scale.py [--rows 100000] [--device trnsim] [--stages ...]
-                               [--executor ray] [--cache DIR] [--upgrade PACKAGE] [--out DIR] [--keep]
+                               [--executor ray] [--cache DIR] [--upgrade PACKAGE] [--profile] [--out DIR] [--keep]
 
 Printed: wall time, models per minute, distinct checks run, the driver's peak RSS, the
 size of records.jsonl, the driver's wall time per reused model (wall time of the whole
@@ -70,13 +70,48 @@ def child(spec: str) -> int:
     from sweeper.config import build_config
     from sweeper.runner import run_sweep
 
+    profile = opts.pop("profile", False)
     cfg = build_config(opts)
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     started = time.perf_counter()
     result = run_sweep(cfg, quiet=False, write_report=False)
     wall = time.perf_counter() - started
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"wall_s": wall, "total": result.total, "peak_rss_mib": rss_kib / 1024}))
+    figures = {"wall_s": wall, "total": result.total, "peak_rss_mib": rss_kib / 1024}
+    if profiler is not None:
+        profiler.disable()
+        figures["phases_s"] = driver_phases(profiler)
+    print(json.dumps(figures))
     return 0
+
+
+# Where the driver's time goes, by the functions that do each part (cumulative time).
+PHASES = {
+    "reading the catalog": [("sources/catalog.py", "refs")],
+    "fingerprinting": [("sweeper/fingerprint.py", "__call__")],
+    "copying records": [("sweeper/reuse.py", "_copy")],
+    "writing records": [("sweeper/store.py", "append_all")],
+    "progress": [("sweeper/terminal_bar.py", "update")],
+}
+
+
+def driver_phases(profiler) -> dict[str, float]:
+    """Seconds per phase (``PHASES``) from a cProfile of the driver."""
+    import pstats
+
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    out = {}
+    for phase, funcs in PHASES.items():
+        out[phase] = sum(
+            ct for (path, _, name), (_, _, _, ct, _) in stats.items()
+            if any(path.endswith(p) and name == n for p, n in funcs)
+        )  # fmt: skip
+    return out
 
 
 def ran_checks(records: Path) -> tuple[int, float, dict[str, int]]:
@@ -121,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=None, help="a --cache folder (run twice for a nightly with nothing changed)")
     ap.add_argument("--upgrade", default=None, metavar="PACKAGE",
                     help="pretend PACKAGE was upgraded (its version + '.post1') to time a one-library nightly")
+    ap.add_argument("--profile", action="store_true", help="cProfile the driver: its time per model by phase")
     ap.add_argument("--out", default=None, help="output folder (default: a temporary one, removed)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary output folder")
     ap.add_argument("--no-report", action="store_true")
@@ -144,7 +180,7 @@ def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
     catalog = work / f"scale-{args.rows}.csv"
     base = write_catalog(args.rows, catalog)
     opts: dict = {"source": "catalog", "catalog": str(catalog), "device": args.device, "out": str(out)}
-    for key in ("stages", "executor", "cache", "upgrade"):
+    for key in ("stages", "executor", "cache", "upgrade", "profile"):
         if getattr(args, key):
             opts[key] = getattr(args, key)
     print(f"scale: {args.rows} rows from {base} snapshot rows; device {args.device}; out {out}", flush=True)
@@ -173,6 +209,10 @@ def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
           f"{summary['records_mib']} MiB; <= {driver_ms:.2f} ms of driver wall time per reused model")  # fmt: skip
     top = sorted(libraries.items(), key=lambda kv: -kv[1])
     print("checks that ran, by library: " + (", ".join(f"{k} {v}" for k, v in top) or "none"))
+    if "phases_s" in figures:
+        per = {k: v / max(1, figures["total"]) * 1e6 for k, v in figures["phases_s"].items()}
+        print("driver per model under cProfile (inflated ~2x; reading includes refs not yet planned): "
+              + ", ".join(f"{k} {v:.0f} us" for k, v in per.items()))  # fmt: skip
     if not args.no_report:
         seconds, rss = run_report(out)
         summary.update(report_s=round(seconds, 1), report_peak_mib=round(rss))
