@@ -10,9 +10,8 @@ RSS is the driver's alone; the executor's workers are other processes.
                                [--executor ray] [--cache DIR] [--upgrade PACKAGE] [--profile] [--out DIR] [--keep]
 
 Printed: wall time, models per minute, distinct checks run, the driver's peak RSS, the
-size of records.jsonl, the driver's wall time per reused model (wall time of the whole
-sweep minus the time of the checks that ran, over the models that reused one: an upper
-bound, it includes the executor's start-up), then the time and peak RSS of
+size of records.jsonl, the driver's wall time per reused model (when no check ran, as in a
+``--cache`` rerun: the wall time over the models, planning included), then the time and peak RSS of
 ``sweep report`` (report.md + page + Parquet). The last line reads
 ``scale rows=N wall_s=S models_per_min=M checks=C driver_peak_rss_mib=R records_mib=J
 reused_ms_per_model=U report_s=T report_peak_mib=P``.
@@ -196,9 +195,9 @@ def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
     checks, check_s, libraries = ran_checks(records)
     wall = figures["wall_s"]
     reused = max(1, figures["total"] - checks)
-    # Workers run checks in parallel; the driver's share is bounded by the wall time left
-    # after the checks ran back to back (an upper bound: start-up is counted in it).
-    driver_ms = max(0.0, wall - check_s) / reused * 1000 if checks < figures["total"] else 0.0
+    # Only a run where no check ran measures the driver alone (with checks, its work hides
+    # behind theirs): then wall time per model, planning and start-up included, bounds it.
+    driver_ms = wall / reused * 1000 if checks == 0 else float("nan")
     summary = {
         "rows": figures["total"], "wall_s": round(wall, 1), "models_per_min": round(figures["total"] / wall * 60),
         "checks": checks, "driver_peak_rss_mib": round(figures["peak_rss_mib"]),
@@ -206,7 +205,8 @@ def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
     }
     print(f"sweep: {wall:.1f} s for {figures['total']} models ({summary['models_per_min']}/min); {checks} checks ran "
           f"({check_s:.0f} s of checks); driver peak RSS {figures['peak_rss_mib']:.0f} MiB; records.jsonl "
-          f"{summary['records_mib']} MiB; <= {driver_ms:.2f} ms of driver wall time per reused model")  # fmt: skip
+          f"{summary['records_mib']} MiB; driver wall time per reused model: "
+          f"{f'<= {driver_ms:.2f} ms' if checks == 0 else 'n/a (checks ran; time a --cache rerun)'}")  # fmt: skip
     top = sorted(libraries.items(), key=lambda kv: -kv[1])
     print("checks that ran, by library: " + (", ".join(f"{k} {v}" for k, v in top) or "none"))
     if "phases_s" in figures:
