@@ -225,10 +225,13 @@ def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:
     ]  # fmt: skip
     parts.append(table(["change", "models"], counts, "lr"))
     if not result.why.empty:
-        wrows = [[md(r.why), num(r.models), num(int(r.changed))] for r in result.why.itertuples(index=False)]
-        parts += ["## Why checks ran again", "Models in both sweeps by what changed in their check "
+        wrows = [
+            [md(r.why) if r.why != SAME_CHECK else "nothing (the same check)", num(r.models), num(int(r.changed))]
+            for r in result.why.itertuples(index=False)
+        ]
+        parts += ["## Why checks ran again", "Models by what changed in their check since the old sweep "
                   "(a changed outcome under the same check is a new verdict).",
-                  table(["why", "models", "outcome changed"], wrows, "lrr")]  # fmt: skip
+                  table(["what changed", "models", "outcome changed"], wrows, "lrr")]  # fmt: skip
     if not result.stages.empty:
         srows = [[md(r.stage), num(r.fixed), num(r.regressed)] for r in result.stages.itertuples(index=False)]
         parts += ["## Per stage", table(["stage", "fixed", "regressed"], srows, "lrr")]

@@ -117,7 +117,7 @@ def test_diff_of_two_nights_says_why_each_check_ran_again(tmp_path: Path) -> Non
     assert next(line for line in regressed if "a/flaky]" in line).endswith("| same check, new verdict |")
     why = section(text, "Why checks ran again")
     assert "| new model | 1 | 1 |" in why
-    assert "| same check | 2 | 1 |" in why  # a/bert unchanged, a/flaky changed verdict
+    assert "| nothing (the same check) | 2 | 1 |" in why  # a/bert unchanged, a/flaky changed verdict
     assert "| new version of the model's library | 1 | 1 |" in why
 
 
