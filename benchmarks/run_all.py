@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "compile_profile": ["--models", "10"],
     "hub_faults": ["--models", "100"],
     "page_scale": [],
+    "scale": ["--rows", "20000", "--device", "cpu", "--stages", "load,forward"],
     "zoo_coverage": ["--top", "50"],
 }
 

@@ -11,8 +11,10 @@ the ref and the settings alone (no torch, no transformers import), in three part
   mappings the ``pipeline_tag`` asks for) and whether the library is supported;
 - **settings**: every setting (``SweepConfig.to_dict``) except those that only say *which* models run
   or *how* they are scheduled (``NOT_OUTCOME``), a new field counts by default;
-- **environment**: torch, transformers, huggingface_hub, Python and sweeper versions, a
-  digest of sweeper's own source, and the device profile's name and content hash.
+- **environment**: torch, Python and sweeper versions, a digest of sweeper's own source and
+  the device profile's name and content hash for every model, plus the versions of only the
+  packages the ref's library uses (``sweeper.versions.LIBRARY_PACKAGES``): upgrading timm
+  re-runs the timm models' checks and no others.
 
 A ref whose config would be fetched from a reachable Hub, or whose weights are pretrained,
 cannot be known in advance: its model part names the repo and revision, so it shares with
@@ -32,7 +34,7 @@ from sweeper.records import ModelRef
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: library versions per ref, not one set for everyone
 SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers", ""})
 # Settings that choose or schedule models but never change one model's outcome.
 NOT_OUTCOME = frozenset(
@@ -66,12 +68,16 @@ def source_digest() -> str:
 
 
 def environment(device_info: dict[str, Any]) -> dict[str, Any]:
-    """Library versions, sweeper's source digest and the device profile."""
-    from sweeper.versions import versions
+    """What every check shares: torch and Python versions, sweeper's version and source
+    digest, and the device profile (library versions are per ref: ``library_versions``)."""
+    import platform
+
+    import sweeper
+    from sweeper.versions import package_version
 
     profile = device_info.get("profile") or {}
     return {
-        "versions": versions(),
+        "versions": {"torch": package_version("torch"), "python": platform.python_version(), "sweeper": sweeper.__version__},
         "sweeper_source": source_digest(),
         "device_profile": f"{profile.get('name')}@{profile.get('hash')}" if profile else None,
     }
@@ -118,8 +124,9 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
     cached = hub_cached_config(ref)
     if cached is not None:
         return ("hub-cache", cached["sha"])
-    # Offline and not cached: the type's default, or an error naming the model.
-    return ("default-offline",) if ref.model_type else ("repo", ref.model_id, ref.revision)
+    # Offline and not cached: the type's default, or the same download error for every
+    # such model (a copy names its own model: ``reuse.copy_for``).
+    return ("default-offline",) if ref.model_type else ("offline-missing",)
 
 
 def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, Any]:
@@ -154,13 +161,39 @@ class Fingerprinter:
 
             offline = hub_offline()
         self.offline = offline
-        self.common = digest({"v": FINGERPRINT_VERSION, "settings": settings(cfg), "env": environment(device_info)})
+        self._settings = digest(settings(cfg))
+        self._environment = digest(environment(device_info))
+        self.common = digest({"v": FINGERPRINT_VERSION, "settings": self._settings, "env": self._environment})
+        self._library: dict[str, str] = {}  # library -> digest of its packages' versions
 
     def __call__(self, ref: ModelRef) -> str:
         """The fingerprint of ``ref``'s check (hex, 32 characters)."""
-        return digest({"common": self.common, "model": model_part(ref, self.cfg, offline=self.offline)})[:32]
+        part = model_part(ref, self.cfg, offline=self.offline)
+        return digest({"common": self.common, "library": self._library_digest(ref), "model": part})[:32]
+
+    def parts(self, ref: ModelRef) -> dict[str, str]:
+        """Short digests of the fingerprint's parts (``settings``, ``environment``,
+        ``library`` versions, ``model``): kept in the record, so ``sweep diff`` can say
+        which part made a model's check run again."""
+        model = digest(model_part(ref, self.cfg, offline=self.offline))
+        return {
+            "settings": self._settings[:8], "environment": self._environment[:8],
+            "library": self._library_digest(ref)[:8], "model": model[:8],
+        }  # fmt: skip
+
+    def _library_digest(self, ref: ModelRef) -> str:
+        library = ref.library_name or ""
+        if library not in self._library:
+            from sweeper.versions import library_versions
+
+            self._library[library] = digest(library_versions(library))
+        return self._library[library]
 
     def cacheable(self, ref: ModelRef) -> bool:
         """Whether the fingerprint pins the config: a repo fetched at a moving revision does not."""
+        if (ref.library_name or "") not in SUPPORTED_LIBRARIES:
+            return True  # the outcome is the library's name alone
         origin = config_origin(ref, self.cfg, offline=self.offline)
+        # ``offline-missing`` is cacheable: a config in the Hub cache tomorrow, or a Hub
+        # that answers, is another origin, hence another fingerprint.
         return not (origin[0] == "repo" and not origin[2])

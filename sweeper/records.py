@@ -327,7 +327,10 @@ class ModelRecord:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        # Shallow: the nested records are converted below, and ``redact_obj`` copies every
+        # dict and list (``dataclasses.asdict`` deep-copied the record first, a third of
+        # the driver's time per model).
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["status"] = self.status.value
         data["outcome"] = (self.outcome or decide_outcome(self.status, self.blockers, self.reason)[0]).value
         data["stages"] = {name: res.to_dict() for name, res in self.stages.items()}

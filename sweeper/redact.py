@@ -41,7 +41,59 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
 
 def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
     """Secret values in the environment (and the stored Hub token), long enough to mask."""
-    env = os.environ if environ is None else environ
+    if environ is None:
+        # Every record written asks: scanning the environment and reading the token file
+        # each time cost a sweep of 100,000 models minutes. The answer is kept until the
+        # environment or the token file changes.
+        key = (_environ_state(), _token_file_state(), _ray_token_state())
+        if _SECRETS_MEMO.get("key") != key:
+            _SECRETS_MEMO["value"] = frozenset(_scan(os.environ) | _stored_hub_token())
+            _SECRETS_MEMO["key"] = key
+        return set(_SECRETS_MEMO["value"])
+    return _scan(environ)
+
+
+_SECRETS_MEMO: dict[str, Any] = {}
+
+
+def _environ_state() -> tuple:
+    """The whole environment, cheaply comparable (CPython keeps it as bytes)."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+
+
+def _token_file_state() -> tuple:
+    """Whether huggingface_hub is loaded and its token file's identity (a login changes it)."""
+    import sys
+
+    hub = sys.modules.get("huggingface_hub.constants")
+    if hub is None:
+        return ("huggingface_hub" in sys.modules,)
+    paths = [getattr(hub, "HF_TOKEN_PATH", None), getattr(hub, "HF_STORED_TOKENS_PATH", None)]
+    state: list[Any] = [True]
+    for path in paths:
+        try:
+            st = os.stat(path) if path else None
+            state.append((path, st.st_mtime_ns, st.st_size, st.st_ino) if st else None)
+        except OSError:
+            state.append((path, None))
+    return tuple(state)
+
+
+def _ray_token_state() -> tuple:
+    """The identity of the files Ray reads its token from (a new token changes it)."""
+    state = []
+    for path in _ray_token_paths(os.environ):
+        try:
+            st = os.stat(path)
+            state.append((path, st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            state.append((path, None))
+    return tuple(state)
+
+
+def _scan(env: Any) -> set[str]:
+    """Secret values in ``env`` (names like ``*_TOKEN``, passwords of URLs)."""
     found: set[str] = set()
     for name, value in env.items():
         if _SECRET_NAME.search(name) and len(value) >= MIN_SECRET:
@@ -51,22 +103,23 @@ def env_secrets(environ: dict[str, str] | None = None) -> set[str]:
                 password = urlsplit(value.strip()).password
                 if password and len(password) >= MIN_SECRET:
                     found.update({password, unquote(password)})
-    if environ is None:
-        found.update(_stored_hub_token())
     found.update(_ray_token_files(env))
     return found
 
 
 def _ray_token_files(env: Any) -> set[str]:
     """The tokens in the files Ray reads one from (``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``)."""
-    paths = [env.get("RAY_AUTH_TOKEN_PATH", "").strip(), os.path.join(env.get("HOME") or os.path.expanduser("~"), ".ray", "auth_token")]
     found: set[str] = set()
-    for path in paths:
-        if path:
-            token = _file_secret(os.path.expanduser(path))
-            if len(token) >= MIN_SECRET:
-                found.add(token)
+    for path in _ray_token_paths(env):
+        token = _file_secret(path)
+        if len(token) >= MIN_SECRET:
+            found.add(token)
     return found
+
+
+def _ray_token_paths(env: Any) -> list[str]:
+    paths = [env.get("RAY_AUTH_TOKEN_PATH", "").strip(), os.path.join(env.get("HOME") or os.path.expanduser("~"), ".ray", "auth_token")]
+    return [os.path.expanduser(p) for p in paths if p]
 
 
 def _file_secret(path: str) -> str:

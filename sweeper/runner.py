@@ -27,7 +27,7 @@ from sweeper.hub_http import install
 from sweeper.records import ModelRecord, ModelRef
 from sweeper.refstream import RefStream
 from sweeper.sources.base import get_source, select
-from sweeper.store import RecordStore, read_records
+from sweeper.store import RecordStore
 from sweeper.sweep_meta import SweepMeta
 from sweeper.terminal_bar import TerminalBar
 from sweeper.versions import versions
@@ -108,7 +108,7 @@ def _run(
     cfg: SweepConfig, refs: Any, source_info: dict[str, Any], spec: DeviceSpec, *,
     check: CheckFn | None, quiet: bool, write_report: bool,
 ) -> SweepResult:
-    from sweeper.reuse import for_sweep
+    from sweeper.reuse import for_sweep, known_answers
 
     out = cfg.out_dir
     stream = refs if isinstance(refs, RefStream) else None
@@ -126,17 +126,8 @@ def _run(
     done = store.done_keys()
     real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
     device_info = spec.info()
-    reuse = for_sweep(cfg, device_info, known=read_records(out) if done and cfg.output.reuse else (), fingerprinted=real_check)
-    batch: Iterable[ModelRef]
-    if stream is None:
-        todo = [ref for ref in refs if ref.key not in done]
-        skipped = len(refs) - len(todo)  # type: ignore[arg-type]
-        batch, ready = reuse.plan(todo)
-        if not quiet and len(batch) < len(todo):
-            print(f"checks: {len(batch)} to run for {len(todo)} models (the rest share a check)", file=sys.stderr)
-    else:
-        skipped = len(done)
-        batch, ready = reuse.stream(stream.todo(done)), []
+    reuse = for_sweep(cfg, device_info, known=known_answers(out) if done and cfg.output.reuse else (), fingerprinted=real_check)
+    skipped = len(done) if stream is not None else sum(1 for ref in refs if ref.key in done)
     folder = SweepFolder(out)
     meta = _start_meta(folder, cfg, source_info, device_info, total=total)
     progress = TerminalBar(total - skipped, already_done=skipped, quiet=quiet)
@@ -149,15 +140,26 @@ def _run(
         for record in records:
             progress.update(record)
 
+    def settle(record: ModelRecord) -> None:
+        record.sweep_id = meta.sweep_id  # before it is cached: a later sweep names this one
+        write(reuse.settle(record))
+
+    batch: Iterable[ModelRef] = ()
     executor, interrupted, failed = None, False, False
     try:
-        write(ready)
+        if stream is None:
+            # Answered models are written while the catalog is read, never held all at once.
+            batch = reuse.plan_into((ref for ref in refs if ref.key not in done), write)
+            if not quiet and len(batch) < reuse.planned:
+                progress.say(f"checks: {len(batch)} to run for {reuse.planned} models (the rest share a check)")
+        else:
+            batch = reuse.stream(stream.todo(done))
         while batch:
             if executor is None:
                 progress.say(starting_line(cfg, len(batch) if isinstance(batch, list) else total - skipped))
                 executor = get_executor(cfg)
                 progress.watch(getattr(executor, "running", lambda: []))
-            executor.run(iter(batch), cfg, check=check or _checker(cfg, spec), on_record=lambda r: write(reuse.settle(r)))
+            executor.run(iter(batch), cfg, check=check or _checker(cfg, spec), on_record=settle)
             batch = reuse.next_round()
     except KeyboardInterrupt:
         interrupted = True

@@ -20,6 +20,8 @@ from typing import Any, TextIO
 from sweeper.records import ModelRecord, Status
 
 REDRAW_S = 1.0
+# Copies of a check arrive by the thousand in a moment: the bar follows them this often.
+COPY_REDRAW_S = 0.1
 HEARTBEAT_S = 30.0
 QUIET_STATUSES = frozenset({Status.PASS, Status.SKIP})
 Running = Callable[[], list[Any]]  # -> executors.breadcrumbs.Breadcrumb items (key, stage, started)
@@ -68,6 +70,7 @@ class TerminalBar:
         self.last_printed = self.started
         self.running: Running | None = None
         self._last_model = ""
+        self._drawn = 0.0  # when the bar was last drawn
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -96,7 +99,7 @@ class TerminalBar:
             self._last_model = record.model_id
             if record.status not in QUIET_STATUSES:  # a failure is named as it happens (then the bar)
                 self._line(f"{record.status.value:<7} {record.model_id}{_reason(record, message=True)}{reused}")
-            else:
+            elif not record.reused_from or time.monotonic() - self._drawn >= COPY_REDRAW_S:
                 self.redraw()
             return
         self._line(
@@ -120,6 +123,7 @@ class TerminalBar:
         with self._lock:
             self.stream.write(line.ljust(110)[:200])
             self.stream.flush()
+            self._drawn = time.monotonic()
 
     def _running(self) -> list[Any]:
         if self.running is None:
@@ -154,6 +158,7 @@ class TerminalBar:
             self._ticker.join(2.0)
         if self.quiet:
             return
+        self.redraw()  # the final count (copies may have skipped the last redraws)
         with self._lock:
             if self.live:
                 self.stream.write("\n")

@@ -52,7 +52,7 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     from sweeper.report.diff import compare, render_diff
 
     old_data, new_data = read_sweep(Path(old)), read_sweep(Path(new))
-    result = compare(old_data, new_data)
+    result = compare(old_data, new_data, folders=(Path(old), Path(new)))
     text = render_diff(result, old_name=str(old), new_name=str(new))
     SweepFolder(new).diff.write_text(text, encoding="utf-8")
     return text, 1 if fail_on_regression and result.regressed_any else 0

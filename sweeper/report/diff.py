@@ -8,9 +8,11 @@ is skipped became unavailable: listed, but not a device regression.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
+from sweeper.folder import SweepFolder
 from sweeper.report import aggregate
 from sweeper.report.escape import code, md, model_link, num, pct, table
 from sweeper.report.load import SweepData
@@ -35,6 +37,9 @@ class DiffResult:
     warnings: list[str] = field(default_factory=list)
     link: bool = True  # model ids link to the Hub (not for zoo sweeps)
     labels: tuple[str, str] = ("", "")  # sweep id and start date of each side
+    # Models in both sweeps by why their outcome may differ (``why_rows``); empty when the
+    # folders were not given or their records carry no fingerprints.
+    why: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["why", "models", "changed"]))
 
     @property
     def regressed_any(self) -> bool:
@@ -42,8 +47,9 @@ class DiffResult:
         return not self.regressed.empty
 
 
-def compare(old: SweepData, new: SweepData) -> DiffResult:
-    """Align two sweeps on model key and classify every change."""
+def compare(old: SweepData, new: SweepData, *, folders: tuple[Path, Path] | None = None) -> DiffResult:
+    """Align two sweeps on model key and classify every change; with the two sweep
+    ``folders``, each change also says why (``why_rows``)."""
     stages = [s for s in new.stages if s in old.stages]
     pick = COLS + [f"stage_{s}" for s in stages]
     both = old.models[pick].merge(new.models[pick], on="key", suffixes=("_old", "_new"), how="inner")
@@ -64,7 +70,19 @@ def compare(old: SweepData, new: SweepData) -> DiffResult:
         both["reason_op_old"].fillna("") == both["reason_op_new"].fillna("")
     )
     changed = ~was_pass & ~now_pass & ~regressed & ~same_reason
+    both["why"], why = "", pd.DataFrame(columns=["why", "models", "changed"])
+    if folders is not None:
+        both["why"] = why_rows(both["key"], *folders)
+        moved = (~same_reason | (both["category_old"] != both["category_new"])) & (both["why"] != "")
+        why = (
+            pd.DataFrame({"why": both["why"], "changed": moved})[both["why"] != ""].groupby("why", sort=False)
+            .agg(models=("changed", "size"), changed=("changed", "sum")).reset_index()
+            .sort_values("models", ascending=False, kind="stable")
+        )  # fmt: skip
     old_keys, new_keys = set(old.models["key"]), set(new.models["key"])
+    added = int((~new.models["key"].isin(old_keys)).sum())
+    if added and not why.empty:
+        why = pd.concat([pd.DataFrame([{"why": "new model", "models": added, "changed": added}]), why], ignore_index=True)
     return DiffResult(
         fixed=both[~was_pass & now_pass],
         regressed=both[regressed],
@@ -77,7 +95,51 @@ def compare(old: SweepData, new: SweepData) -> DiffResult:
         warnings=_warnings(old, new),
         link=new.meta.source_name != "zoo",
         labels=(_label(old), _label(new)),
+        why=why,
     )
+
+
+# Which part of a check's fingerprint changed, in words (see ``Fingerprinter.parts``).
+PART_WORDS = {
+    "environment": "new torch, Python, sweeper or device profile",
+    "library": "new version of the model's library",
+    "settings": "new settings",
+    "model": "new model config or head",
+}
+SAME_CHECK = "same check"
+
+
+def why_rows(keys: pd.Series, old_dir: Path, new_dir: Path) -> list[str]:
+    """Per key, why its outcome may differ between the sweeps: ``same check`` (a changed
+    outcome is then a new verdict of the same check), the fingerprint parts that changed,
+    or ``""`` when a record carries no fingerprint."""
+    wanted = set(keys)
+    old_fp, new_fp = _fingerprints(old_dir, wanted), _fingerprints(new_dir, wanted)
+    out = []
+    for key in keys:
+        a, b = old_fp.get(key), new_fp.get(key)
+        if a is None or b is None:
+            out.append("")
+        elif a[0] == b[0]:
+            out.append(SAME_CHECK)
+        else:
+            changed = [words for part, words in PART_WORDS.items() if a[1].get(part) != b[1].get(part)]
+            out.append("; ".join(changed) if a[1] and b[1] and changed else "new check")
+    return out
+
+
+def _fingerprints(folder: Path, keys: set[str]) -> dict[str, tuple[str, dict]]:
+    """``key -> (fingerprint, parts)`` from a sweep folder's records (read as a stream)."""
+    from sweeper.store import iter_raw
+
+    found: dict[str, tuple[str, dict]] = {}
+    for raw in iter_raw(SweepFolder(folder).records):
+        key = raw.get("key") or raw["model_id"]
+        notes = raw.get("notes") if isinstance(raw.get("notes"), dict) else {}
+        if key in keys and notes.get("fingerprint"):
+            parts = notes.get("fingerprint_parts")
+            found[key] = (str(notes["fingerprint"]), parts if isinstance(parts, dict) else {})
+    return found
 
 
 def _label(data: SweepData) -> str:
@@ -140,7 +202,12 @@ def _model_rows(frame: pd.DataFrame, kind: str, link: bool) -> tuple[list[str], 
         ]
         for r in frame.itertuples(index=False)
     ]
-    return ["rank", "model", "stage", "before", "after", "reason now"], rows
+    headers = ["rank", "model", "stage", "before", "after", "reason now"]
+    if "why" in frame.columns and frame["why"].astype(bool).any():
+        for row, why in zip(rows, frame["why"], strict=True):
+            row.append(md(why) if why != SAME_CHECK else "same check, new verdict")
+        headers.append("why")
+    return headers, rows
 
 
 def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:
@@ -157,6 +224,14 @@ def render_diff(result: DiffResult, *, old_name: str, new_name: str) -> str:
         ["still failing, other reason", num(len(result.changed))],
     ]  # fmt: skip
     parts.append(table(["change", "models"], counts, "lr"))
+    if not result.why.empty:
+        wrows = [
+            [md(r.why) if r.why != SAME_CHECK else "nothing (the same check)", num(r.models), num(int(r.changed))]
+            for r in result.why.itertuples(index=False)
+        ]
+        parts += ["## Why checks ran again", "Models by what changed in their check since the old sweep "
+                  "(a changed outcome under the same check is a new verdict).",
+                  table(["what changed", "models", "outcome changed"], wrows, "lrr")]  # fmt: skip
     if not result.stages.empty:
         srows = [[md(r.stage), num(r.fixed), num(r.regressed)] for r in result.stages.itertuples(index=False)]
         parts += ["## Per stage", table(["stage", "fixed", "regressed"], srows, "lrr")]

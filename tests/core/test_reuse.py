@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sweeper.cache import ResultCache
@@ -25,8 +27,8 @@ def _fp(cfg: SweepConfig = SweepConfig(), device: dict = CPU, *, offline: bool =
 
 def test_offline_defaults_of_one_type_and_task_share_a_fingerprint():
     fp = _fp()
-    a, b = _ref("org/a", 1), _ref("org/b", 2, tag="fill-mask", library_name="sentence-transformers")
-    assert fp(a) == fp(b)
+    a, b = _ref("org/a", 1), _ref("org/b", 2, tag="fill-mask", library_name="transformers")
+    assert fp(a) == fp(b)  # a listing that names no library is built by transformers
     # A task asking for another head, another type, another architecture: another check.
     assert fp(a) != fp(_ref("org/c", 3, tag="text-classification"))
     assert fp(a) != fp(_ref("org/d", 4, model_type="roberta"))
@@ -48,15 +50,19 @@ def test_a_reachable_hub_or_pretrained_weights_make_every_model_its_own_check():
     assert online(_ref("org/a", 1)) != online(_ref("org/b", 2))
     pretrained = _fp(SweepConfig.of(weights="pretrained"))
     assert pretrained(_ref("org/a", 1)) != pretrained(_ref("org/b", 2))
-    # Offline, a model without a type fails naming itself: no sharing either.
+    # Offline, every model without a type and a cached config fails the same way (its copy
+    # names itself); online, each is its own check again.
     fp = _fp()
-    assert fp(_ref("org/a", 1, model_type=None)) != fp(_ref("org/b", 2, model_type=None))
+    assert fp(_ref("org/a", 1, model_type=None)) == fp(_ref("org/b", 2, model_type=None))
+    assert fp(_ref("org/a", 1, model_type=None)) != online(_ref("org/a", 1, model_type=None))
+    assert fp.cacheable(_ref("org/a", 1, model_type=None)) and not online.cacheable(_ref("org/a", 1, model_type=None))
 
 
 def test_unsupported_library_is_one_check_per_library():
     fp = _fp()
     assert fp(_ref("x/a", 1, library_name="timm", model_type=None)) == fp(_ref("x/b", 2, library_name="timm"))
     assert fp(_ref("x/a", 1, library_name="timm")) != fp(_ref("x/c", 3, library_name="diffusers"))
+    assert fp.cacheable(_ref("x/a", 1, library_name="timm", model_type=None))  # kept across sweeps
 
 
 @pytest.mark.parametrize(
@@ -71,6 +77,54 @@ def test_unsupported_library_is_one_check_per_library():
 def test_settings_that_decide_an_outcome_are_in_the_fingerprint(change, shares):
     ref = _ref("org/a", 1)
     assert (_fp()(ref) == _fp(SweepConfig().replace(**change))(ref)) is shares
+
+
+def _upgraded(monkeypatch, package: str) -> Fingerprinter:
+    from sweeper import versions
+
+    real = versions.package_version
+    monkeypatch.setattr(versions, "package_version", lambda name: "99.0" if name == package else real(name))
+    return _fp()
+
+
+LIBRARY_REFS = {
+    "transformers": _ref("org/bert", 1, library_name="transformers"),
+    "unnamed": _ref("org/bert-2", 2),
+    "sentence-transformers": _ref("org/st", 3, library_name="sentence-transformers"),
+    "timm": _ref("org/vit", 4, library_name="timm", model_type=None),
+    "open_clip": _ref("org/clip", 5, library_name="open_clip", model_type=None),
+    "flair": _ref("org/ner", 6, library_name="flair", model_type=None),
+}
+
+
+@pytest.mark.parametrize(
+    "package, changed",
+    [
+        ("sentence-transformers", {"sentence-transformers"}),
+        ("timm", {"timm", "open_clip"}),  # open_clip builds on timm
+        ("tokenizers", {"transformers", "unnamed", "sentence-transformers"}),
+        ("flair", {"flair"}),  # a library missing from the table: its own package
+        ("torch", set(LIBRARY_REFS)),  # everyone's
+    ],
+)
+def test_a_package_upgrade_changes_only_the_fingerprints_of_the_libraries_using_it(monkeypatch, package, changed):
+    before = {name: _fp()(ref) for name, ref in LIBRARY_REFS.items()}
+    upgraded = _upgraded(monkeypatch, package)
+    after = {name: upgraded(ref) for name, ref in LIBRARY_REFS.items()}
+    assert {name for name in LIBRARY_REFS if before[name] != after[name]} == changed
+
+
+def test_the_fingerprint_parts_say_which_part_changed(monkeypatch):
+    ref = LIBRARY_REFS["sentence-transformers"]
+    before = _fp().parts(ref)
+    assert {k for k, v in _fp(SweepConfig.of(seed=3)).parts(ref).items() if before[k] != v} == {"settings"}
+    after = _upgraded(monkeypatch, "sentence-transformers").parts(ref)
+    assert {k for k in before if before[k] != after[k]} == {"library"}
+
+
+def test_a_sentence_transformers_model_is_not_answered_by_a_transformers_one():
+    fp = _fp()
+    assert fp(_ref("org/a", 1)) != fp(_ref("org/b", 2, library_name="sentence-transformers"))
 
 
 def test_a_new_device_profile_is_a_new_check():
@@ -157,3 +211,41 @@ def test_copy_of_a_copy_names_the_model_that_ran():
     rec = _record(_ref("org/a", 1))
     second = copy_for(copy_for(rec, _ref("org/b", 2), repro=""), _ref("org/c", 3), repro="")
     assert second.reused_from == "org/a" and second.model_id == "org/c"
+
+
+def test_a_copy_writes_the_same_line_as_a_record_built_field_by_field(monkeypatch):
+    from sweeper.records import ModelRecord
+
+    monkeypatch.setenv("SOME_API_TOKEN", "sekrit-value-123")
+    rec = _record(_ref("org/a", 1), Status.FAIL, fingerprint="bert", infra_retries=1)
+    rec.reason = Reason(kind=ReasonKind.UNSUPPORTED_OP, op="aten::roll", message="roll is not on the device")
+    rec.numerics = {"forward": {"max_abs": 0.5}}
+    reuse = _reuse(known=[rec])
+    _, ready = reuse.plan([_ref("org/b", 2, revision="sekrit-value-123"), _ref("org/c", 3)])
+    for copy in ready:
+        copy.sweep_id = "s2"
+        assert json.loads(copy.to_json()) == ModelRecord.to_dict(copy)
+    assert json.loads(ready[0].to_json())["revision"] == "***"  # a copy's own fields are redacted too
+    assert "infra_retries" not in ready[0].notes and rec.notes["infra_retries"] == 1
+    # The copies share one serialised outcome: the second is not converted again.
+    assert ready[0]._outcome is ready[1]._outcome is not None
+
+
+def test_answered_models_are_handed_out_in_chunks_while_the_refs_are_read():
+    known = _record(_ref("org/a", 1), fingerprint="bert")
+    reuse = _reuse(known=[known])
+    emitted: list[list[str]] = []
+    read: list[str] = []
+
+    def refs():
+        for i in range(5):
+            ref = _ref(f"org/b{i}", i + 2)
+            read.append(ref.model_id)
+            yield ref
+        yield _ref("org/gpt", 9, model_type="gpt2")
+
+    run = reuse.plan_into(refs(), lambda records: emitted.append([(r.model_id, len(read)) for r in records]), chunk=2)
+    assert [r.model_id for r in run] == ["org/gpt"]
+    # Written two at a time as the refs arrive, not all at the end.
+    assert emitted == [[("org/b0", 2), ("org/b1", 2)], [("org/b2", 4), ("org/b3", 4)], [("org/b4", 5)]]
+    assert reuse.planned == 6 and list(reuse.fp_of) == ["org/gpt"]  # only the check in flight is held

@@ -123,3 +123,17 @@ def test_the_first_line_comes_before_torch_is_imported(tmp_path):
     torch = next(i for i, line in enumerate(lines) if re.search(r"\|\s+torch$", line))
     assert lines[first].startswith("sweep: planning (catalog source, device trnsim") and first < torch
     assert any(line.startswith("running 1 check in this process") for line in lines)
+
+
+def test_copies_of_a_check_arriving_together_redraw_the_bar_a_few_times_not_each():
+    out = _Tty()
+    progress = TerminalBar(1001, stream=out)
+    progress.update(_rec("org/ran", Status.PASS))
+    for i in range(1000):
+        copy = _rec(f"org/copy-{i}", Status.PASS)
+        copy.reused_from = "org/ran"
+        progress.update(copy)
+    assert progress.done == 1001
+    assert out.getvalue().count("\r") < 50  # 1,001 updates in well under a second
+    progress.close()
+    assert "1001/1001" in out.getvalue()

@@ -91,3 +91,37 @@ def test_golden_diff(tmp_path: Path) -> None:
     if os.environ.get("SWEEPER_UPDATE_GOLDEN"):
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8")
+
+
+def _checked(rec, fingerprint: str, **changed: str):
+    """``rec`` as a sweep writes it: its check's fingerprint and the digests of its parts."""
+    parts = {"settings": "s1", "environment": "e1", "library": "l1", "model": "m1"}
+    rec.notes.update(fingerprint=fingerprint, fingerprint_parts={**parts, **changed})
+    return rec
+
+
+def test_diff_of_two_nights_says_why_each_check_ran_again(tmp_path: Path) -> None:
+    broken = {"status": "fail", "fail_at": "forward", "blockers": [reason(OP, "aten::x")]}
+    old = [_checked(record("a/st", 1, 10), "f1"), _checked(record("a/bert", 2, 9), "f2"),
+           _checked(record("a/flaky", 3, 8), "f3")]  # fmt: skip
+    new = [
+        _checked(record("a/st", 1, 10, **broken), "f1-new", library="l2"),  # its library was upgraded
+        _checked(record("a/bert", 2, 9), "f2"),  # nothing changed (answered from the cache)
+        _checked(record("a/flaky", 3, 8, **broken), "f3"),  # same check, another verdict
+        _checked(record("a/new", 4, 1), "f4"),
+    ]
+    text, _ = diff_command(write_sweep(tmp_path / "old", old), write_sweep(tmp_path / "new", new), fail_on_regression=False)
+    regressed = section(text, "Regressed").splitlines()
+    st = next(line for line in regressed if "a/st]" in line)
+    assert st.endswith("| new version of the model's library |")
+    assert next(line for line in regressed if "a/flaky]" in line).endswith("| same check, new verdict |")
+    why = section(text, "Why checks ran again")
+    assert "| new model | 1 | 1 |" in why
+    assert "| nothing (the same check) | 2 | 1 |" in why  # a/bert unchanged, a/flaky changed verdict
+    assert "| new version of the model's library | 1 | 1 |" in why
+
+
+def test_diff_of_sweeps_without_fingerprints_has_no_why(tmp_path: Path) -> None:
+    old, new = sweeps(tmp_path)
+    text, _ = diff_command(old, new, fail_on_regression=False)
+    assert "Why checks ran again" not in text and "| why |" not in text
