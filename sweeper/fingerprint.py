@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
 FINGERPRINT_VERSION = 1
-SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers", ""})
 # Settings that choose or schedule models but never change one model's outcome.
 NOT_OUTCOME = frozenset(
     {
@@ -124,8 +123,10 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
     """What decides the model built and its inputs (see the module docstring)."""
     from sweeper.materialize.heads import TASK_HEADS
 
+    from sweeper.libraries.registry import supported_names
+
     library = ref.library_name or ""
-    if library not in SUPPORTED_LIBRARIES:
+    if library not in supported_names():
         # The check stops at the library before anything else: its name is the outcome.
         return {"unsupported_library": library}
     origin = config_origin(ref, cfg, offline=offline)

@@ -1,0 +1,11 @@
+"""The built-in libraries, registered in the order ``library_for`` asks them."""
+
+from __future__ import annotations
+
+from sweeper.libraries.registry import register
+from sweeper.libraries.sentence_transformers_lib import SentenceTransformers
+from sweeper.libraries.timm_lib import Timm
+from sweeper.libraries.transformers_lib import Transformers
+
+for _library in (Transformers, SentenceTransformers, Timm):
+    register(_library)
