@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from sweeper.libraries.open_clip_lib import OpenClip
 from sweeper.libraries.registry import register
 from sweeper.libraries.sentence_transformers_lib import SentenceTransformers
 from sweeper.libraries.timm_lib import Timm
 from sweeper.libraries.transformers_lib import Transformers
 
-for _library in (Transformers, SentenceTransformers, Timm):
+for _library in (Transformers, SentenceTransformers, Timm, OpenClip):
     register(_library)

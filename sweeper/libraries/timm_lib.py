@@ -75,13 +75,14 @@ class Timm(Library):
                      num_parameters=count_parameters(model), has_labels=True, notes=notes)
 
 
-def _tiny_args(arch: str) -> dict[str, Any]:
-    """The shrinking arguments the class behind ``arch`` accepts (found on meta: no memory)."""
+def _tiny_args(arch: str, create: Any = None) -> dict[str, Any]:
+    """The shrinking arguments the class behind ``arch`` accepts (found on meta: no
+    memory); ``create``: the timm.create_model to use (default: timm's)."""
     import timm
     import torch
 
     with torch.device("meta"):
-        cls = type(timm.create_model(arch, pretrained=False))
+        cls = type((create or timm.create_model)(arch, pretrained=False))
     accepted = set(inspect.signature(cls.__init__).parameters)
     return {k: v for k, v in TINY_ARGS.get(cls.__name__, {}).items() if k in accepted}
 
