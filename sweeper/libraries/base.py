@@ -47,7 +47,7 @@ class Library:
 
     def missing(self) -> list[str]:
         """The ``packages`` that cannot be imported here."""
-        return [p for p in self.packages if importlib.util.find_spec(p) is None]
+        return [p for p in self.packages if not _importable(p)]
 
     def require(self) -> None:
         """Raise ``MissingDependencyError`` naming every missing package."""
@@ -61,6 +61,13 @@ class Library:
         """``ref`` built per ``cfg.materialise.weights`` with its inputs; raises SweeperError
         subclasses on known failures."""
         raise NotImplementedError
+
+
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent is missing (pyannote.audio)
+        return False
 
 
 def with_loss(model: Any, loss: Callable[[Any, dict[str, Any]], Any], *, keys: tuple[str, ...] = ()) -> Any:

@@ -40,7 +40,7 @@ FORMATS = {
 # Base architectures a GGUF repo's id names, most specific first (the snapshot's
 # model_type for GGUF rows is often wrong: it is not used).
 _BASES = (
-    ("qwen3", r"qwen-?3"), ("qwen2", r"qwen-?2|qwq"), ("llama", r"llama|tinyllama|vicuna|codellama"),
+    ("qwen2", r"distill-qwen"), ("llama", r"distill-llama|(^|[-_])yi-"), ("qwen3", r"qwen-?3"), ("qwen2", r"qwen-?2|qwq"), ("llama", r"llama|tinyllama|vicuna|codellama"),
     ("mistral", r"mistral|zephyr"), ("mixtral", r"mixtral"), ("gemma3", r"gemma-?3"), ("gemma2", r"gemma-?2"),
     ("gemma", r"gemma"), ("phi3", r"phi-?3|phi-?4"), ("phi", r"phi-?2"), ("deepseek_v3", r"deepseek-?(v3|r1)"),
     ("falcon", r"falcon"), ("starcoder2", r"starcoder-?2"), ("gpt_oss", r"gpt-?oss"), ("bloom", r"bloom"),
