@@ -41,7 +41,10 @@ class SentenceTransformers(Library):
 
 
 def _modules(hidden: int) -> tuple[Any, Any]:
-    from sentence_transformers.models import Normalize, Pooling
+    try:
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+    except ImportError:  # sentence-transformers before 6
+        from sentence_transformers.models import Normalize, Pooling
 
     return Pooling(hidden, pooling_mode="mean"), Normalize()
 

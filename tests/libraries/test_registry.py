@@ -1,0 +1,83 @@
+"""Which library builds a ref; formats that are not PyTorch; plugins through entry points."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.errors import UnsupportedLibraryError
+from sweeper.libraries import registry
+from sweeper.libraries.base import Library, MissingDependencyError
+from sweeper.libraries.diffusers_lib import components
+from sweeper.libraries.formats import NotPytorchError, gguf_base
+from sweeper.records import ModelRef, ReasonKind, Status, kind_info
+
+
+def _ref(model_id: str, library: str | None, **kw) -> ModelRef:
+    return ModelRef(model_id, 1, library_name=library, source="catalog", **kw)
+
+
+@pytest.mark.parametrize(("library", "name"), [
+    ("transformers", "transformers"), (None, "transformers"), ("", "transformers"),
+    ("sentence-transformers", "sentence-transformers"), ("timm", "timm"), ("open_clip", "open_clip"),
+    ("diffusers", "diffusers"), ("pyannote-audio", "pyannote"), ("peft", "peft"),
+])
+def test_each_hub_library_has_its_module(library, name):
+    assert registry.library_for(_ref("a/b", library)).name == name
+
+
+def test_a_gguf_repo_is_named_with_the_base_it_packages_and_never_passes():
+    with pytest.raises(NotPytorchError) as caught:
+        registry.library_for(_ref("bartowski/DeepSeek-R1-Distill-Qwen-14B-GGUF", "gguf", model_type="mistral"))
+    assert "gguf" in str(caught.value) and "'qwen2'" in str(caught.value)
+    assert caught.value.reason_kind is ReasonKind.NOT_PYTORCH
+    assert kind_info(ReasonKind.NOT_PYTORCH).status is Status.SKIP
+    assert gguf_base("MaziyarPanahi/Llama-3.2-1B-Instruct-GGUF") == "llama"
+
+
+@pytest.mark.parametrize("library", ["onnx", "mlx", "transformers.js", "keras", "fasttext"])
+def test_other_formats_are_not_pytorch(library):
+    with pytest.raises(NotPytorchError, match="not a PyTorch model"):
+        registry.library_for(_ref("a/b", library))
+
+
+def test_a_library_no_one_registered_is_unsupported_and_named():
+    with pytest.raises(UnsupportedLibraryError, match="'ultralytics'"):
+        registry.library_for(_ref("Bingsu/adetailer", "ultralytics"))
+
+
+def test_a_plugin_library_from_the_entry_point_group_builds_its_refs(monkeypatch):
+    class Yolo(Library):
+        name = "ultralytics-plugin"
+        hub_names = frozenset({"ultralytics"})
+
+    class Point:
+        def load(self):
+            return Yolo
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [Point()] if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
+    registry.libraries.cache_clear()
+    try:
+        assert registry.library_for(_ref("Bingsu/adetailer", "ultralytics")).name == "ultralytics-plugin"
+        assert "ultralytics" in registry.supported_names()
+    finally:
+        registry.libraries.cache_clear()
+
+
+def test_pyannote_names_exactly_what_is_missing():
+    lib = registry.get("pyannote")
+    if not lib.missing():
+        pytest.skip("pyannote.audio and torchaudio are installed here")
+    with pytest.raises(MissingDependencyError, match="pyannote.audio"):
+        lib.build(_ref("pyannote/segmentation-3.0", "pyannote-audio"), None)
+    assert lib.architecture(_ref("pyannote/wespeaker-voxceleb-resnet34-LM", "pyannote-audio")) == "WeSpeakerResNet34"
+
+
+def test_diffusers_components_come_from_model_index_when_known_else_the_name_table():
+    index = {"_class_name": "StableDiffusionXLPipeline", "unet": ["diffusers", "UNet2DConditionModel"],
+             "vae": ["diffusers", "AutoencoderKL"], "text_encoder": ["transformers", "CLIPTextModel"]}
+    spec, source = components(_ref("someone/custom-model", "diffusers", config=index))
+    assert source == "model_index.json" and spec["unet"] == ("UNet2DConditionModel", {"sdxl": True, "in_channels": 4})
+    spec, source = components(_ref("SG161222/Realistic_Vision_V5.1_noVAE", "diffusers"))
+    assert source == "name table" and list(spec) == ["unet"]  # "noVAE" is not a VAE
+    assert components(_ref("ashawkey/zero123-xl-diffusers", "diffusers")) is None  # not SDXL
