@@ -123,9 +123,13 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
     """What decides the model built and its inputs (see the module docstring)."""
     from sweeper.materialize.heads import TASK_HEADS
 
+    from sweeper.libraries.formats import not_pytorch
     from sweeper.libraries.registry import supported_names
 
     library = ref.library_name or ""
+    fmt = not_pytorch(ref)
+    if fmt is not None:  # named by its format before any library is asked
+        return {"not_pytorch": str(fmt)}
     if library not in supported_names():
         # The check stops at the library before anything else: its name is the outcome.
         return {"unsupported_library": library}

@@ -47,6 +47,17 @@ _BASES = (
 )
 
 
+# Id patterns of repos whose library the listing leaves empty: the format shows in the name.
+ID_FORMATS = (
+    (r"gguf", "gguf"),
+    (r"faster-whisper|faster-distil-whisper|[-_]ct2($|[-_])", "ctranslate2"),
+    (r"[-_]mlc$", "mlc"),
+    (r"[-_]onnx$", "onnx"),
+    (r"[-_]mlx$|^mlx-community/", "mlx"),
+)
+FORMATS.setdefault("mlc", "mlc (MLC-LLM weights)")
+
+
 class NotPytorchError(SweeperError):
     """The repo holds a format the PyTorch device cannot run as is (gguf, onnx, ...)."""
 
@@ -66,8 +77,9 @@ def not_pytorch(ref: ModelRef) -> NotPytorchError | None:
     """The error naming ``ref``'s format when it is not a PyTorch model, else None."""
     library = (ref.library_name or "").lower()
     fmt = FORMATS.get(library)
-    if fmt is None and ref.model_id.lower().endswith(("-gguf", "_gguf", ".gguf")):
-        fmt = FORMATS["gguf"]
+    if fmt is None and library in ("", "transformers"):
+        name = ref.model_id.lower()
+        fmt = next((FORMATS[f] for pattern, f in ID_FORMATS if re.search(pattern, name)), None)
     if fmt is None:
         return None
     message = f"not a PyTorch model: {fmt}"

@@ -43,13 +43,14 @@ def libraries() -> tuple[Library, ...]:
 
 
 def library_for(ref: ModelRef) -> Library:
-    """The library that builds ``ref``; raises NotPytorchError / UnsupportedLibraryError."""
-    for library in libraries():
-        if library.owns(ref):
-            return library
+    """The library that builds ``ref``; raises NotPytorchError / UnsupportedLibraryError.
+    The format comes first: a GGUF repo the listing calls transformers is still GGUF."""
     found = not_pytorch(ref)
     if found is not None:
         raise found
+    for library in libraries():
+        if library.owns(ref):
+            return library
     names = ", ".join(sorted(lib.name for lib in libraries()))
     raise UnsupportedLibraryError(f"library {ref.library_name!r} is not supported (supported: {names})")
 

@@ -81,3 +81,13 @@ def test_diffusers_components_come_from_model_index_when_known_else_the_name_tab
     spec, source = components(_ref("SG161222/Realistic_Vision_V5.1_noVAE", "diffusers"))
     assert source == "name table" and list(spec) == ["unet"]  # "noVAE" is not a VAE
     assert components(_ref("ashawkey/zero123-xl-diffusers", "diffusers")) is None  # not SDXL
+
+
+@pytest.mark.parametrize(("model_id", "fmt"), [
+    ("TheBloke/phi-2-GGUF", "gguf"), ("Systran/faster-whisper-base", "ctranslate2"),
+    ("mlc-ai/Llama-3.2-1B-Instruct-q4f16_1-MLC", "mlc"), ("ValueFX9507/Tifa-DeepsexV2-7b-MGRPO-GGUF-Q8", "gguf"),
+])
+def test_a_format_the_listing_leaves_unnamed_shows_in_the_id(model_id, fmt):
+    with pytest.raises(NotPytorchError, match=f"not a PyTorch model: {fmt}"):
+        registry.library_for(_ref(model_id, None))
+    assert registry.library_for(_ref("openai/whisper-tiny", None)).name == "transformers"
