@@ -91,3 +91,18 @@ def test_a_format_the_listing_leaves_unnamed_shows_in_the_id(model_id, fmt):
     with pytest.raises(NotPytorchError, match=f"not a PyTorch model: {fmt}"):
         registry.library_for(_ref(model_id, None))
     assert registry.library_for(_ref("openai/whisper-tiny", None)).name == "transformers"
+
+
+def test_the_zoo_lists_other_libraries_among_transformers_types():
+    import itertools
+
+    from sweeper.sources.zoo import ZooSource
+
+    top = list(itertools.islice(ZooSource().refs(), 50))
+    assert [r.rank for r in top] == list(range(1, 51))
+    libraries = {r.library_name for r in top}
+    assert {"transformers", "timm", "open_clip", "diffusers", "pyannote-audio"} <= libraries
+    for ref in top:  # every entry is one its library claims, with an architecture it knows offline
+        library = registry.library_for(ref)
+        if ref.library_name != "transformers":
+            assert library.architecture(ref), ref.model_id
