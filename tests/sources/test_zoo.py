@@ -39,7 +39,7 @@ def test_rank_order_is_popular_first_then_alphabetical():
 
 
 def test_heads_prefer_a_loss_that_runs_the_whole_model():
-    refs = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 12)}
+    refs = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 20) if r.library_name == "transformers"}
     assert (refs["bert"].architecture, refs["bert"].pipeline_tag) == ("BertForMaskedLM", "fill-mask")
     assert refs["gpt2"].architecture == "GPT2LMHeadModel"
     assert refs["t5"].architecture == "T5ForConditionalGeneration"
