@@ -54,4 +54,5 @@ def test_registered_source_describes_itself_and_honours_top():
     info = source.describe()
     assert info["name"] == "zoo" and int(info["model_types"]) >= 600 and info["transformers"]
     top = list(select(source.refs(), SweepConfig.of(source="zoo", top=5)))
-    assert [r.model_type for r in top] == list(zoo_types()[:5])
+    assert [r.model_type for r in top[:3]] == list(zoo_types()[:3])
+    assert [r.library_name for r in top[3:]] == ["timm", "timm"]  # timm's ImageNet CNNs rank beside RoBERTa
