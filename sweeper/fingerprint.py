@@ -121,15 +121,17 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
 
 def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, Any]:
     """What decides the model built and its inputs (see the module docstring)."""
-    from sweeper.materialize.heads import TASK_HEADS
-
     from sweeper.libraries.formats import not_pytorch
-    from sweeper.libraries.registry import supported_names
+    from sweeper.libraries.registry import library_for, supported_names
+    from sweeper.materialize.heads import TASK_HEADS
 
     library = ref.library_name or ""
     fmt = not_pytorch(ref)
     if fmt is not None:  # named by its format before any library is asked
         return {"not_pytorch": str(fmt)}
+    if library in supported_names() and library_for(ref).name not in ("transformers", "sentence-transformers"):
+        # Other libraries build from the id (timm, open_clip, diffusers name tables): one check per repo.
+        return {"library": library_for(ref).name, "model_id": ref.model_id, "config": digest(ref.config)}
     if library not in supported_names():
         # The check stops at the library before anything else: its name is the outcome.
         return {"unsupported_library": library}

@@ -106,3 +106,15 @@ def test_the_zoo_lists_other_libraries_among_transformers_types():
         library = registry.library_for(ref)
         if ref.library_name != "transformers":
             assert library.architecture(ref), ref.model_id
+
+
+def test_repos_of_other_libraries_never_share_a_check():
+    from sweeper.config import SweepConfig
+    from sweeper.fingerprint import model_part
+
+    cfg = SweepConfig.of(device="cpu")
+    a = _ref("apple/DFN2B-CLIP-ViT-L-14-39B", "open_clip", model_type="clip")
+    b = _ref("apple/DFN5B-CLIP-ViT-H-14-378", "open_clip", model_type="clip")
+    assert model_part(a, cfg, offline=True) != model_part(b, cfg, offline=True)
+    gguf = model_part(_ref("TheBloke/phi-2-GGUF", None), cfg, offline=True)
+    assert "not_pytorch" in gguf
