@@ -55,8 +55,8 @@ def test_a_reachable_hub_or_pretrained_weights_make_every_model_its_own_check():
 
 def test_unsupported_library_is_one_check_per_library():
     fp = _fp()
-    assert fp(_ref("x/a", 1, library_name="timm", model_type=None)) == fp(_ref("x/b", 2, library_name="timm"))
-    assert fp(_ref("x/a", 1, library_name="timm")) != fp(_ref("x/c", 3, library_name="diffusers"))
+    assert fp(_ref("x/a", 1, library_name="flair", model_type=None)) == fp(_ref("x/b", 2, library_name="flair"))
+    assert fp(_ref("x/a", 1, library_name="flair")) != fp(_ref("x/c", 3, library_name="ultralytics"))
 
 
 @pytest.mark.parametrize(
