@@ -30,8 +30,11 @@ def register(library: type[Library] | Library) -> type[Library] | Library:
 @functools.cache
 def libraries() -> tuple[Library, ...]:
     """Every library: built-in first (in registration order), then plugins."""
-    from sweeper.libraries import builtin  # noqa: F401 - registers the built-in libraries
+    from sweeper.libraries.builtin import BUILTIN
 
+    for library in BUILTIN:
+        if library.name not in _REGISTERED:
+            _REGISTERED[library.name] = library()
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             found = point.load()
