@@ -17,7 +17,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU build; an open range would pull a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==$(TORCH_VERSION)
-	$(PY) -m pip install -q -e '.[dev]'
+	# Every later install keeps that torch: timm, open_clip, ... would otherwise replace it.
+	echo "torch==$(TORCH_VERSION)" > $(VENV)/constraints.txt
+	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e '.[dev,libraries]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -34,8 +34,7 @@ from sweeper.records import ModelRef
 if TYPE_CHECKING:
     from sweeper.config import SweepConfig
 
-FINGERPRINT_VERSION = 2  # 2: library versions per ref, not one set for everyone
-SUPPORTED_LIBRARIES = frozenset({"transformers", "sentence-transformers", ""})
+FINGERPRINT_VERSION = 3  # 2: library versions per ref, not one set for everyone; 3: the library registry
 # Settings that choose or schedule models but never change one model's outcome.
 NOT_OUTCOME = frozenset(
     {
@@ -131,10 +130,21 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
 
 def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, Any]:
     """What decides the model built and its inputs (see the module docstring)."""
+    from sweeper.libraries.formats import not_pytorch
+    from sweeper.libraries.registry import supported_names
     from sweeper.materialize.heads import TASK_HEADS
 
     library = ref.library_name or ""
-    if library not in SUPPORTED_LIBRARIES:
+    fmt = not_pytorch(ref)
+    if fmt is not None:  # named by its format before any library is asked
+        return {"not_pytorch": str(fmt)}
+    if _builds_from_id(ref):
+        # Other libraries build from the id (timm, open_clip, diffusers name tables): one check
+        # per repo; pretrained weights are the repo's at its revision.
+        pretrained = cfg.materialise.weights == "pretrained"
+        return {"library": ref.library_name, "model_id": ref.model_id, "config": digest(ref.config),
+                "revision": ref.revision if pretrained else None}
+    if library not in supported_names():
         # The check stops at the library before anything else: its name is the outcome.
         return {"unsupported_library": library}
     origin = config_origin(ref, cfg, offline=offline)
@@ -149,6 +159,13 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
         # mappings choose the same head.
         "task_heads": list(TASK_HEADS.get(ref.pipeline_tag or "", ())),
     }
+
+
+def _builds_from_id(ref: ModelRef) -> bool:
+    """Whether a library other than transformers builds ``ref`` (from its id, not a config)."""
+    from sweeper.libraries.registry import library_for, supported_names
+
+    return (ref.library_name or "") in supported_names() and library_for(ref).name not in ("transformers", "sentence-transformers")
 
 
 class Fingerprinter:
@@ -191,8 +208,13 @@ class Fingerprinter:
 
     def cacheable(self, ref: ModelRef) -> bool:
         """Whether the fingerprint pins the config: a repo fetched at a moving revision does not."""
-        if (ref.library_name or "") not in SUPPORTED_LIBRARIES:
-            return True  # the outcome is the library's name alone
+        from sweeper.libraries.formats import not_pytorch
+        from sweeper.libraries.registry import supported_names
+
+        if not_pytorch(ref) is not None or (ref.library_name or "") not in supported_names():
+            return True  # the outcome is the format's or the library's name alone
+        if _builds_from_id(ref):
+            return self.cfg.materialise.weights != "pretrained" or bool(ref.revision)
         origin = config_origin(ref, self.cfg, offline=self.offline)
         # ``offline-missing`` is cacheable: a config in the Hub cache tomorrow, or a Hub
         # that answers, is another origin, hence another fingerprint.

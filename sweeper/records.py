@@ -62,6 +62,7 @@ class ReasonKind(str, Enum):
     REMOTE_CODE = "remote_code"
     GATED = "gated"
     UNSUPPORTED_LIBRARY = "unsupported_library"
+    NOT_PYTORCH = "not_pytorch"  # a format that is not PyTorch (gguf, onnx, mlx, ...): named, never failed
     MISSING_DEPENDENCY = "missing_dependency"
     DOWNLOAD = "download"
     TOO_LARGE = "too_large"
@@ -128,6 +129,7 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
     ReasonKind.REMOTE_CODE: KindInfo(_E, Status.SKIP),
     ReasonKind.GATED: KindInfo(_E, Status.ERROR),
     ReasonKind.UNSUPPORTED_LIBRARY: KindInfo(_E, Status.SKIP),
+    ReasonKind.NOT_PYTORCH: KindInfo(_E, Status.SKIP),
     ReasonKind.MISSING_DEPENDENCY: KindInfo(_E, Status.ERROR),
     ReasonKind.DOWNLOAD: KindInfo(_E, Status.ERROR),
     ReasonKind.TOO_LARGE: KindInfo(_E, Status.SKIP),

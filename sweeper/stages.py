@@ -20,7 +20,8 @@ from sweeper.devices.base import Device
 from sweeper.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError
 from sweeper import selfnoise
 from sweeper.gcpause import fewer_full_collections
-from sweeper.materialize import Built, materialize
+from sweeper.libraries import build as build_model
+from sweeper.materialize import Built
 from sweeper.materialize.pristine import pristine
 from sweeper.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
 from sweeper.records import NUMERICS_TENSORS, ModelRef, Reason, ReasonKind
@@ -58,7 +59,7 @@ class StageContext:
 
 def load(ctx: StageContext) -> None:
     """Build the model and inputs on the CPU; run the CPU reference for numerics."""
-    ctx.built = materialize(ctx.ref, ctx.cfg)
+    ctx.built = build_model(ctx.ref, ctx.cfg)
     # Whatever runs the forward compares it: by the stages that run, not only those named.
     wanted = ctx.runs or frozenset(ctx.cfg.check.stages)
     if ctx.device.torch_device != "cpu" and wanted & {"forward", "backward"}:

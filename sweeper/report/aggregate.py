@@ -60,10 +60,13 @@ def coverage(data: SweepData) -> dict[str, Any] | None:
         return None
     m = data.models
     w = weight(m)
-    total = int(w.sum())
+    # Formats that are not PyTorch are outside every denominator (listed apart, report/formats.py).
+    other_format = m["reason_kind"] == "not_pytorch"
+    total = int(w[~other_format].sum())
     passing = int(w[m["category"] == "pass"].sum())
     tested = int(w[m["category"].isin(TRIED)].sum())
     return {
+        "not_pytorch_downloads": int(w[other_format].sum()),
         "total_downloads": total,
         "passing_downloads": passing,
         "tested_downloads": tested,

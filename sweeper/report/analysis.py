@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.report import aggregate, roadmap
+from sweeper.report import aggregate, formats, roadmap
 from sweeper.report.load import SweepData
 from sweeper.report.numerics import numerics
 
@@ -39,6 +39,8 @@ class Analysis:
     by_model_type: pd.DataFrame
     by_task: pd.DataFrame
     numerics: dict[str, Any]
+    by_library: pd.DataFrame
+    formats: pd.DataFrame  # models in formats that are not PyTorch, per format
 
     @property
     def weighted(self) -> bool:
@@ -71,6 +73,8 @@ def analyse(data: SweepData) -> Analysis:
         by_model_type=aggregate.breakdown(data, "model_type"),
         by_task=aggregate.breakdown(data, "pipeline_tag"),
         numerics=numerics(data),
+        by_library=aggregate.breakdown(data, "library_name"),
+        formats=formats.table_of(data),
     )
 
 
@@ -129,6 +133,8 @@ def summary(a: Analysis) -> dict[str, Any]:
         "compile_problems": records(a.problems),
         "by_model_type": records(a.by_model_type),
         "by_pipeline_tag": records(a.by_task),
+        "by_library": records(a.by_library),
+        "not_pytorch_formats": records(a.formats),
         "numerics": {
             **{k: _plain(v) for k, v in a.numerics.items() if not isinstance(v, pd.DataFrame)},
             "buckets": records(a.numerics["buckets"], None),

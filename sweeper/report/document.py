@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper.folder import META, RECORDS, REPROS
-from sweeper.report import tables
+from sweeper.report import formats, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
@@ -163,6 +163,9 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "## Not device failures",
         NOT_TESTED_INTRO,
         tables.not_tested(a.not_tested, weighted=w, link=link),
+        "## Not PyTorch formats",
+        formats.INTRO,
+        formats.render(a.formats, weighted=w),
         "## Op-lowering roadmap",
         # Without download counts the ranking is by models blocked.
         ROADMAP_INTRO.format(measure="downloads" if w else "number"),
@@ -199,6 +202,10 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         tables.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
         "## Numerics",
         tables.numerics(a.numerics, weighted=w, link=link),
+        "## By library",
+        "Every library's models (transformers, sentence-transformers, timm, open_clip, diffusers, pyannote, peft, "
+        "and the formats named apart); the roadmap, fallbacks and graph breaks above cover them all.",
+        tables.breakdown(a.by_library, "library_name", weighted=w),
         "## By model type",
         tables.breakdown(a.by_model_type, "model_type", weighted=w),
         "## By task",

@@ -154,9 +154,12 @@ class ZooSource:
         self.cfg = cfg
 
     def refs(self) -> Iterator[ModelRef]:
-        """One ref per model type, in rank order (lazily: ``--top N`` imports N configs)."""
-        for rank, model_type in enumerate(zoo_types(), start=1):
-            yield zoo_ref(model_type, rank)
+        """One ref per model type, with the other libraries' entries among them, in rank
+        order (lazily: ``--top N`` imports N configs)."""
+        from sweeper.sources.zoo_libraries import library_ref, merged
+
+        for rank, entry in enumerate(merged(zoo_types()), start=1):
+            yield zoo_ref(entry, rank) if isinstance(entry, str) else library_ref(*entry, rank=rank)
 
     def describe(self) -> dict[str, str]:
         """What this source lists: the transformers version and the number of types."""

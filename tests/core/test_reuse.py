@@ -60,9 +60,15 @@ def test_a_reachable_hub_or_pretrained_weights_make_every_model_its_own_check():
 
 def test_unsupported_library_is_one_check_per_library():
     fp = _fp()
-    assert fp(_ref("x/a", 1, library_name="timm", model_type=None)) == fp(_ref("x/b", 2, library_name="timm"))
-    assert fp(_ref("x/a", 1, library_name="timm")) != fp(_ref("x/c", 3, library_name="diffusers"))
-    assert fp.cacheable(_ref("x/a", 1, library_name="timm", model_type=None))  # kept across sweeps
+    assert fp(_ref("x/a", 1, library_name="flair", model_type=None)) == fp(_ref("x/b", 2, library_name="flair"))
+    assert fp(_ref("x/a", 1, library_name="flair")) != fp(_ref("x/c", 3, library_name="ultralytics"))
+    assert fp.cacheable(_ref("x/a", 1, library_name="flair", model_type=None))  # kept across sweeps
+
+
+def test_a_library_that_builds_from_the_id_is_one_check_per_repo_and_cacheable():
+    fp = _fp()
+    assert fp(_ref("timm/resnet18.a1_in1k", 1, library_name="timm")) != fp(_ref("timm/vit_base_patch16_224.augreg_in21k", 2, library_name="timm"))
+    assert fp.cacheable(_ref("timm/resnet18.a1_in1k", 1, library_name="timm", model_type=None))
 
 
 @pytest.mark.parametrize(

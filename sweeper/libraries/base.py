@@ -1,0 +1,114 @@
+"""The interface every model library answers through (transformers, timm, diffusers, ...).
+
+One ``Library`` per Hub library: whether a ref is its own, which architecture it is
+(offline from the ref's fields; online from the repo's own files), how to build it (tiny,
+random or pretrained weights, never remote code) with inputs and a loss worth comparing.
+Stages see only the ``Built`` it returns: ``model(**inputs)`` runs it, the first float
+output is what numerics compares, and ``output.loss`` (with ``has_labels``) is the loss
+the backward and compile stages differentiate.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sweeper.errors import SweeperError
+from sweeper.materialize.built import Built
+from sweeper.records import ModelRef, ReasonKind
+
+
+class MissingDependencyError(SweeperError):
+    """The library's Python packages are not installed (the record names them)."""
+
+    reason_kind = ReasonKind.MISSING_DEPENDENCY
+
+
+class Library:
+    """One model library. Subclasses set the class attributes and override ``build``."""
+
+    name: ClassVar[str] = ""
+    # The Hub's ``library_name`` values this library owns.
+    hub_names: ClassVar[frozenset[str]] = frozenset()
+    # Import names this library needs (checked before building; their versions belong in
+    # the fingerprint of this library's models).
+    packages: ClassVar[tuple[str, ...]] = ()
+    # What the user installs when ``packages`` are missing.
+    install_hint: ClassVar[str] = "make install (the [libraries] extra)"
+
+    def owns(self, ref: ModelRef) -> bool:
+        """Whether ``ref`` is this library's model."""
+        return (ref.library_name or "") in self.hub_names
+
+    def architecture(self, ref: ModelRef) -> str | None:
+        """The architecture ``ref`` is, from its own fields alone (no network), or None."""
+        return ref.architecture or ref.model_type
+
+    def missing(self) -> list[str]:
+        """The ``packages`` that cannot be imported here."""
+        return [p for p in self.packages if not _importable(p)]
+
+    def require(self) -> None:
+        """Raise ``MissingDependencyError`` naming every missing package."""
+        missing = self.missing()
+        if missing:
+            raise MissingDependencyError(
+                f"{self.name} models need {', '.join(missing)} (not installed; {self.install_hint})", op=missing[0]
+            )
+
+    def build(self, ref: ModelRef, cfg: Any) -> Built:
+        """``ref`` built per ``cfg.materialise.weights`` with its inputs; raises SweeperError
+        subclasses on known failures."""
+        raise NotImplementedError
+
+
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent is missing (pyannote.audio)
+        return False
+
+
+def with_loss(model: Any, loss: Callable[[Any, dict[str, Any]], Any], *, keys: tuple[str, ...] = ()) -> Any:
+    """``model`` wrapped so that its output carries ``loss`` (a gradient worth comparing,
+    where the mean of the outputs would not be): ``keys`` are the inputs that go to the
+    loss, not the model (targets)."""
+    import torch
+    from transformers.utils import ModelOutput
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, **inputs: Any) -> Any:
+            targets = {k: inputs.pop(k) for k in keys if k in inputs}
+            output = self.model(**inputs)
+            return ModelOutput(output=_first(output), loss=loss(output, targets))
+
+    wrapped = WithLoss()
+    wrapped.train(model.training)
+    return wrapped
+
+
+def _first(output: Any) -> Any:
+    """The output numerics compares: the tensor itself, or a dict/tuple's first float."""
+    from sweeper.reference import first_float
+
+    found = first_float(output)
+    return found if found is not None else output
+
+
+def count_parameters(model: Any) -> int:
+    """The number of parameters of a module."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def seeded_build(fn: Callable[[], Any], seed: int) -> Any:
+    """``fn()`` under ``seed`` (random init reproducible), in eval mode (as the
+    transformers path seeds: the global generator, set before the build)."""
+    import torch
+
+    torch.manual_seed(seed)
+    return fn().eval()

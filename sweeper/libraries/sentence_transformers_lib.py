@@ -1,0 +1,83 @@
+"""sentence-transformers as it runs: a transformers encoder, then Pooling (then Normalize).
+
+Offline the repo's ``modules.json`` is not known: mean pooling and a normalisation, the
+layout of most of the Hub's sentence models, and the record's notes say so. The loss pulls
+the batch's cosine-similarity matrix towards the identity (a contrastive objective): the
+mean of normalised embeddings is ~1e-7 and its gradient compares nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sweeper.libraries.base import Library, count_parameters
+from sweeper.materialize.built import Built
+from sweeper.records import ModelRef
+
+
+class SentenceTransformers(Library):
+    """sentence-transformers models: the encoder built by the transformers path, wrapped."""
+
+    name = "sentence-transformers"
+    hub_names = frozenset({"sentence-transformers"})
+    packages = ("sentence_transformers", "transformers")
+
+    def build(self, ref: ModelRef, cfg: Any) -> Built:
+        """The encoder (base class of its model type) + Pooling(mean) + Normalize."""
+        self.require()
+        from sweeper.materialize.build import build
+        from sweeper.materialize.heads import heads_of
+
+        base = heads_of(ref.model_type or "").get("")
+        encoder_ref = dataclasses.replace(ref, library_name="transformers", architecture=ref.architecture or (base[0] if base else None))
+        encoder = build(encoder_ref, cfg)
+        model = SentenceModel(encoder.model)
+        inputs = {k: v for k, v in encoder.inputs.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        notes = dict(encoder.notes, modules="encoder+Pooling(mean)+Normalize", modules_source="default (modules.json not known offline)")
+        return Built(model=model, inputs=inputs, architecture=f"SentenceTransformer({encoder.architecture})",
+                     model_type=encoder.model_type, num_parameters=count_parameters(model), config=encoder.config,
+                     has_labels=True, notes=notes)
+
+
+def _modules(hidden: int) -> tuple[Any, Any]:
+    try:
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+    except ImportError:  # sentence-transformers before 6
+        from sentence_transformers.models import Normalize, Pooling
+
+    return Pooling(hidden, pooling_mode="mean"), Normalize()
+
+
+def _make_class() -> type:
+    import torch
+    from transformers.utils import ModelOutput
+
+    class _SentenceModel(torch.nn.Module):
+        """encoder -> Pooling -> Normalize, with a contrastive loss over the batch."""
+
+        def __init__(self, encoder: Any) -> None:
+            super().__init__()
+            self.encoder = encoder
+            hidden = encoder.config.hidden_size if hasattr(encoder.config, "hidden_size") else encoder.config.d_model
+            self.pooling, self.normalize = _modules(hidden)
+            self.config = encoder.config
+
+        def forward(self, **inputs: Any) -> Any:
+            out = self.encoder(**inputs)
+            mask = inputs.get("attention_mask")
+            tokens = out[0]
+            if mask is None:
+                mask = torch.ones(tokens.shape[:2], dtype=torch.long, device=tokens.device)
+            features = self.normalize(self.pooling({"token_embeddings": tokens, "attention_mask": mask}))
+            emb = features["sentence_embedding"]
+            similarity = emb @ emb.T
+            target = torch.eye(similarity.shape[0], dtype=similarity.dtype, device=similarity.device)
+            return ModelOutput(sentence_embedding=emb, loss=(similarity - target).pow(2).mean())
+
+    return _SentenceModel
+
+
+def SentenceModel(encoder: Any) -> Any:  # noqa: N802 - a factory that reads like the class (torch imported lazily)
+    """The sentence model around ``encoder`` (see ``_make_class``)."""
+    return _make_class()(encoder).train(encoder.training)

@@ -1,0 +1,94 @@
+"""timm: image models named by the id (``timm/resnet50.a1_in1k`` -> ``resnet50``).
+
+Tiny builds pass only the size arguments the model class's constructor accepts (a ViT of
+depth 2, width 64; a ResNet or ConvNeXt of one block per stage); families without width
+arguments (EfficientNet, MobileNet) are built as they are (1-20 M parameters).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from sweeper.errors import ConfigError
+from sweeper.libraries import vision
+from sweeper.libraries.base import Library, count_parameters, seeded_build, with_loss
+from sweeper.materialize.built import Built
+from sweeper.records import ModelRef
+
+NUM_CLASSES = 4
+TINY_IMAGE = 64
+# Constructor arguments that shrink a family, by the class timm builds.
+TINY_ARGS: dict[str, dict[str, Any]] = {
+    "VisionTransformer": {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": TINY_IMAGE},
+    "Eva": {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": TINY_IMAGE},
+    "ResNet": {"layers": (1, 1, 1, 1)},
+    "ConvNeXt": {"depths": (1, 1, 1, 1), "dims": (16, 32, 64, 128)},
+    "SwinTransformer": {"depths": (1, 1, 1, 1), "embed_dim": 32, "num_heads": (1, 2, 4, 8), "img_size": TINY_IMAGE, "window_size": 4},
+    "MaxxVit": {"depths": (1, 1, 1, 1)},
+}
+
+
+class Timm(Library):
+    """timm models (``timm.create_model``), never pretrained unless the sweep asks."""
+
+    name = "timm"
+    hub_names = frozenset({"timm"})
+    packages = ("timm",)
+
+    def architecture(self, ref: ModelRef) -> str | None:
+        """The timm model name: the id's name up to its first dot (the pretrained tag after)."""
+        if ref.architecture:
+            return ref.architecture
+        name = ref.model_id.split("/", 1)[-1].split(".", 1)[0]
+        if self.missing():
+            return name
+        import timm
+
+        return name if timm.is_model(name) else None
+
+    def build(self, ref: ModelRef, cfg: Any) -> Built:
+        """Tiny / random / pretrained (safetensors from the repo) timm model + images + labels."""
+        self.require()
+        import timm
+
+        arch = self.architecture(ref)
+        if arch is None:
+            raise ConfigError(f"{ref.model_id}: the id names no timm architecture (the repo's config.json "
+                              "'architecture' is needed, not known offline)")
+        weights = cfg.materialise.weights
+        notes: dict[str, Any] = {"weights": weights, "timm_model": arch}
+        kwargs: dict[str, Any] = {"pretrained": False, "num_classes": NUM_CLASSES}
+        if weights == "tiny":
+            kwargs.update(_tiny_args(arch))
+            notes["shrink"] = ",".join(sorted(k for k in kwargs if k not in ("pretrained", "num_classes"))) or "none (no size arguments)"
+        elif weights == "pretrained":
+            kwargs = {"pretrained": True, "pretrained_cfg_overlay": {"file": _safetensors(ref)}}
+        model = seeded_build(lambda: timm.create_model(arch, **kwargs), cfg.materialise.seed)
+        model = model.to(vision.torch_dtype(cfg))
+        size = TINY_IMAGE if weights == "tiny" else tuple(model.pretrained_cfg.get("input_size", (3, 224, 224))[1:])
+        classes = getattr(model, "num_classes", NUM_CLASSES) or NUM_CLASSES
+        inputs = {"x": vision.images(size, seed=cfg.materialise.seed, dtype=vision.torch_dtype(cfg)),
+                  "labels": vision.labels(classes, seed=cfg.materialise.seed)}
+        wrapped = with_loss(model, vision.cross_entropy, keys=("labels",))
+        return Built(model=wrapped, inputs=inputs, architecture=type(model).__name__, model_type=arch,
+                     num_parameters=count_parameters(model), has_labels=True, notes=notes)
+
+
+def _tiny_args(arch: str, create: Any = None) -> dict[str, Any]:
+    """The shrinking arguments the class behind ``arch`` accepts (found on meta: no
+    memory); ``create``: the timm.create_model to use (default: timm's)."""
+    import timm
+    import torch
+
+    with torch.device("meta"):
+        cls = type((create or timm.create_model)(arch, pretrained=False))
+    accepted = set(inspect.signature(cls.__init__).parameters)
+    return {k: v for k, v in TINY_ARGS.get(cls.__name__, {}).items() if k in accepted}
+
+
+def _safetensors(ref: ModelRef) -> str:
+    """The repo's model.safetensors (pretrained weights: safetensors only)."""
+    from huggingface_hub import hf_hub_download
+
+    return hf_hub_download(ref.model_id, "model.safetensors", revision=ref.revision)

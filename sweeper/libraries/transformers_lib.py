@@ -1,0 +1,23 @@
+"""transformers: the sweeper's first library (its builder lives in ``sweeper/materialize``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeper.libraries.base import Library
+from sweeper.materialize.built import Built
+from sweeper.records import ModelRef
+
+
+class Transformers(Library):
+    """Models of transformers, and rows with no library named (the Hub's default)."""
+
+    name = "transformers"
+    hub_names = frozenset({"transformers", ""})
+    packages = ("transformers",)
+
+    def build(self, ref: ModelRef, cfg: Any) -> Built:
+        """The materializer's model: config (ref, Hub or type default), shrink, head, inputs."""
+        from sweeper.materialize.build import build
+
+        return build(ref, cfg)

@@ -1,0 +1,45 @@
+"""The zoo's entries of the other libraries (timm, open_clip, diffusers, pyannote), placed
+among transformers' model types in one popularity order (the Hub's download ranks: timm's
+MobileNet and ResNet sit beside BERT, Stable Diffusion beside T5).
+
+An entry is the Hub repo that is its library's canonical example; the library layer
+builds it offline (tiny) from the id alone, as it does a catalog row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from sweeper.records import ModelRef
+
+# transformers model type -> (library, Hub id, task) entries listed right after it.
+AFTER: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "roberta": (("timm", "timm/mobilenetv3_small_100.lamb_in1k", "image-classification"),
+                ("timm", "timm/resnet50.a1_in1k", "image-classification")),
+    "t5": (("diffusers", "stable-diffusion-v1-5/stable-diffusion-v1-5", "text-to-image"),),
+    "vit": (("timm", "timm/vit_base_patch16_224.augreg2_in21k_ft_in1k", "image-classification"),),
+    "clip": (("open_clip", "laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "zero-shot-image-classification"),),
+    "whisper": (("pyannote-audio", "pyannote/segmentation-3.0", "voice-activity-detection"),),
+    # Below the default top 50 (``make sweep`` stays within its time budget).
+    "gptj": (("diffusers", "stabilityai/stable-diffusion-xl-base-1.0", "text-to-image"),
+                ("pyannote-audio", "pyannote/wespeaker-voxceleb-resnet34-LM", "audio-classification")),
+    "mamba": (("timm", "timm/efficientnet_b0.ra_in1k", "image-classification"),),
+    "llava": (("open_clip", "timm/ViT-SO400M-14-SigLIP-384", "zero-shot-image-classification"),),
+    "qwen2_vl": (("timm", "timm/convnext_tiny.in12k_ft_in1k", "image-classification"),
+               ("diffusers", "black-forest-labs/FLUX.1-dev", "text-to-image")),
+    "blip": (("diffusers", "stabilityai/stable-diffusion-3.5-medium", "text-to-image"),
+                 ("diffusers", "lllyasviel/sd-controlnet-canny", "image-to-image")),
+    "camembert": (("open_clip", "laion/CLIP-convnext_base_w-laion2B-s13B-b82K-augreg", "zero-shot-image-classification"),),
+}
+
+
+def library_ref(library: str, model_id: str, task: str, rank: int) -> ModelRef:
+    """The zoo's ref of one other library's entry."""
+    return ModelRef(model_id=model_id, rank=rank, pipeline_tag=task, library_name=library, source="zoo")
+
+
+def merged(model_types: Iterable[str]) -> Iterator[str | tuple[str, str, str]]:
+    """transformers' model types in their order, each followed by the entries placed after it."""
+    for model_type in model_types:
+        yield model_type
+        yield from AFTER.get(model_type, ())

@@ -1,0 +1,120 @@
+"""Which library builds a ref; formats that are not PyTorch; plugins through entry points."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.errors import UnsupportedLibraryError
+from sweeper.libraries import registry
+from sweeper.libraries.base import Library, MissingDependencyError
+from sweeper.libraries.diffusers_lib import components
+from sweeper.libraries.formats import NotPytorchError, gguf_base
+from sweeper.records import ModelRef, ReasonKind, Status, kind_info
+
+
+def _ref(model_id: str, library: str | None, **kw) -> ModelRef:
+    return ModelRef(model_id, 1, library_name=library, source="catalog", **kw)
+
+
+@pytest.mark.parametrize(("library", "name"), [
+    ("transformers", "transformers"), (None, "transformers"), ("", "transformers"),
+    ("sentence-transformers", "sentence-transformers"), ("timm", "timm"), ("open_clip", "open_clip"),
+    ("diffusers", "diffusers"), ("pyannote-audio", "pyannote"), ("peft", "peft"),
+])
+def test_each_hub_library_has_its_module(library, name):
+    assert registry.library_for(_ref("a/b", library)).name == name
+
+
+def test_a_gguf_repo_is_named_with_the_base_it_packages_and_never_passes():
+    with pytest.raises(NotPytorchError) as caught:
+        registry.library_for(_ref("bartowski/DeepSeek-R1-Distill-Qwen-14B-GGUF", "gguf", model_type="mistral"))
+    assert "gguf" in str(caught.value) and "'qwen2'" in str(caught.value)
+    assert caught.value.reason_kind is ReasonKind.NOT_PYTORCH
+    assert kind_info(ReasonKind.NOT_PYTORCH).status is Status.SKIP
+    assert gguf_base("MaziyarPanahi/Llama-3.2-1B-Instruct-GGUF") == "llama"
+
+
+@pytest.mark.parametrize("library", ["onnx", "mlx", "transformers.js", "keras", "fasttext"])
+def test_other_formats_are_not_pytorch(library):
+    with pytest.raises(NotPytorchError, match="not a PyTorch model"):
+        registry.library_for(_ref("a/b", library))
+
+
+def test_a_library_no_one_registered_is_unsupported_and_named():
+    with pytest.raises(UnsupportedLibraryError, match="'ultralytics'"):
+        registry.library_for(_ref("Bingsu/adetailer", "ultralytics"))
+
+
+def test_a_plugin_library_from_the_entry_point_group_builds_its_refs(monkeypatch):
+    class Yolo(Library):
+        name = "ultralytics-plugin"
+        hub_names = frozenset({"ultralytics"})
+
+    class Point:
+        def load(self):
+            return Yolo
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [Point()] if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
+    registry.libraries.cache_clear()
+    try:
+        assert registry.library_for(_ref("Bingsu/adetailer", "ultralytics")).name == "ultralytics-plugin"
+        assert "ultralytics" in registry.supported_names()
+    finally:
+        registry.libraries.cache_clear()
+
+
+def test_pyannote_names_exactly_what_is_missing():
+    lib = registry.get("pyannote")
+    if not lib.missing():
+        pytest.skip("pyannote.audio and torchaudio are installed here")
+    with pytest.raises(MissingDependencyError, match="pyannote.audio"):
+        lib.build(_ref("pyannote/segmentation-3.0", "pyannote-audio"), None)
+    assert lib.architecture(_ref("pyannote/wespeaker-voxceleb-resnet34-LM", "pyannote-audio")) == "WeSpeakerResNet34"
+
+
+def test_diffusers_components_come_from_model_index_when_known_else_the_name_table():
+    index = {"_class_name": "StableDiffusionXLPipeline", "unet": ["diffusers", "UNet2DConditionModel"],
+             "vae": ["diffusers", "AutoencoderKL"], "text_encoder": ["transformers", "CLIPTextModel"]}
+    spec, source = components(_ref("someone/custom-model", "diffusers", config=index))
+    assert source == "model_index.json" and spec["unet"] == ("UNet2DConditionModel", {"sdxl": True, "in_channels": 4})
+    spec, source = components(_ref("SG161222/Realistic_Vision_V5.1_noVAE", "diffusers"))
+    assert source == "name table" and list(spec) == ["unet"]  # "noVAE" is not a VAE
+    assert components(_ref("ashawkey/zero123-xl-diffusers", "diffusers")) is None  # not SDXL
+
+
+@pytest.mark.parametrize(("model_id", "fmt"), [
+    ("TheBloke/phi-2-GGUF", "gguf"), ("Systran/faster-whisper-base", "ctranslate2"),
+    ("mlc-ai/Llama-3.2-1B-Instruct-q4f16_1-MLC", "mlc"), ("ValueFX9507/Tifa-DeepsexV2-7b-MGRPO-GGUF-Q8", "gguf"),
+])
+def test_a_format_the_listing_leaves_unnamed_shows_in_the_id(model_id, fmt):
+    with pytest.raises(NotPytorchError, match=f"not a PyTorch model: {fmt}"):
+        registry.library_for(_ref(model_id, None))
+    assert registry.library_for(_ref("openai/whisper-tiny", None)).name == "transformers"
+
+
+def test_the_zoo_lists_other_libraries_among_transformers_types():
+    import itertools
+
+    from sweeper.sources.zoo import ZooSource
+
+    top = list(itertools.islice(ZooSource().refs(), 50))
+    assert [r.rank for r in top] == list(range(1, 51))
+    libraries = {r.library_name for r in top}
+    assert {"transformers", "timm", "open_clip", "diffusers", "pyannote-audio"} <= libraries
+    for ref in top:  # every entry is one its library claims, with an architecture it knows offline
+        library = registry.library_for(ref)
+        if ref.library_name != "transformers":
+            assert library.architecture(ref), ref.model_id
+
+
+def test_repos_of_other_libraries_never_share_a_check():
+    from sweeper.config import SweepConfig
+    from sweeper.fingerprint import model_part
+
+    cfg = SweepConfig.of(device="cpu")
+    a = _ref("apple/DFN2B-CLIP-ViT-L-14-39B", "open_clip", model_type="clip")
+    b = _ref("apple/DFN5B-CLIP-ViT-H-14-378", "open_clip", model_type="clip")
+    assert model_part(a, cfg, offline=True) != model_part(b, cfg, offline=True)
+    gguf = model_part(_ref("TheBloke/phi-2-GGUF", None), cfg, offline=True)
+    assert "not_pytorch" in gguf
