@@ -159,7 +159,7 @@ def one(
     ref = resolve_model(model, cfg, architecture=architecture)
     from sweeper.hub_access import settle_hub_access
 
-    hub = settle_hub_access(cfg, [ref])
+    hub = settle_hub_access([ref], timeout=cfg.source.hub_timeout, weights=cfg.materialise.weights)
     if hub:
         print(f"note: {hub}", file=sys.stderr)
     record = checker.check(ref)

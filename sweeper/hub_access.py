@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
     from sweeper.records import ModelRef
 
 TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
@@ -106,8 +105,9 @@ def probe(timeout: float) -> str | None:
     return None
 
 
-def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
-    """Probe the Hub once when refs would fetch their config.json from it.
+def settle_hub_access(refs: list[ModelRef], *, timeout: float, weights: str) -> str | None:
+    """Probe the Hub once (within ``timeout`` seconds) when refs would fetch their
+    config.json from it; ``weights`` is the sweep's weights mode, for the note.
 
     When it does not answer, the sweep goes offline (``HF_HUB_OFFLINE=1``, inherited by
     workers started afterwards) so each model starts from its type's default config at
@@ -116,10 +116,10 @@ def settle_hub_access(cfg: SweepConfig, refs: list[ModelRef]) -> str | None:
     wants_hub = any(ref.config is None and ref.source not in (None, "zoo") for ref in refs)
     if not wants_hub or hub_offline():
         return None
-    why = probe(cfg.source.hub_timeout)
+    why = probe(timeout)
     if why is None:
         return None
     go_offline()
-    if cfg.materialise.weights == "pretrained":
+    if weights == "pretrained":
         return f"Hub unreachable ({why}): pretrained weights will fail as download errors"
     return f"Hub unreachable ({why}): configs are the model types' defaults"

@@ -86,7 +86,8 @@ def _plan(cfg: SweepConfig) -> PlanResult:
         if stream.error is not None:
             raise stream.error
     source_info = dict(source.describe())
-    hub = settle_hub_access(cfg, [first] if isinstance(refs, RefStream) else refs)
+    hub = settle_hub_access([first] if isinstance(refs, RefStream) else refs,
+                            timeout=cfg.source.hub_timeout, weights=cfg.materialise.weights)
     if hub:
         source_info["hub"] = hub
     return refs, source_info, spec

@@ -1,8 +1,9 @@
 """No import cycle among sweeper's modules, and each module imports on its own.
 
 The static check reads every ``import`` in ``sweeper/**/*.py`` with ``ast``, those inside
-functions too (a cycle hidden in a function still ties the two modules together), but
-not those under ``if TYPE_CHECKING:`` (they never run). ``from pkg import name`` is an
+functions too (a cycle hidden in a function still ties the two modules together) and
+those under ``if TYPE_CHECKING:`` (they never run, but a module that names another's type
+still depends on it: a leaf that does so is no leaf). ``from pkg import name`` is an
 edge to ``pkg.name`` when that is a module, else to ``pkg``; a submodule's implicit import
 of its parent package is no edge. Loading an implementation by a dotted string through
 ``importlib`` (a lazy registry) is no edge either: that is the sanctioned way for a plug
@@ -38,26 +39,9 @@ def module_files(package: Path = PACKAGE) -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement in ``tree`` outside ``if TYPE_CHECKING:`` blocks."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        elif isinstance(node, ast.If) and _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return found
+    """Every import statement in ``tree``: at the top, in functions, under ``if TYPE_CHECKING:``."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _targets(module: str, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> set[str]:
@@ -149,12 +133,12 @@ def _one_edge_per_cycle(component: list[str], graph: dict[str, set[str]]) -> str
         seen.add(fresh[0])
 
 
-def test_the_static_graph_counts_what_runs_and_only_that(tmp_path: Path) -> None:
+def test_the_static_graph_counts_every_import_and_only_imports(tmp_path: Path) -> None:
     """The checker itself, on a package made for it."""
     files = {
         "__init__.py": "",
         "a.py": "def f():\n    from pkg import b  # a lazy import is still an edge\n",
-        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\nfrom pkg.c import X\n",
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a  # type-only: still an edge\nfrom pkg.c import X\n",
         "c.py": "import importlib\nX = 1\ndef load():\n    return importlib.import_module('pkg.a')  # by name: no edge\n",
         "d.py": "from . import c\nfrom .c import X\ndef g():\n    import pkg.a\n",
     }
@@ -162,7 +146,10 @@ def test_the_static_graph_counts_what_runs_and_only_that(tmp_path: Path) -> None
     for name, text in files.items():
         (tmp_path / "pkg" / name).write_text(text)
     graph = import_graph(tmp_path / "pkg")
-    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": set(), "pkg.d": {"pkg.a", "pkg.c"}}
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a", "pkg.c"}, "pkg.c": set(),
+                     "pkg.d": {"pkg.a", "pkg.c"}}
+    assert cycles(graph) == [["pkg.a", "pkg.b"]]  # a type-only import closes a circle too
+    graph["pkg.b"].discard("pkg.a")
     assert cycles(graph) == []
     graph["pkg.c"].add("pkg.a")  # what `from pkg import a` in c.py would add
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
