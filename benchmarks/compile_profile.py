@@ -41,7 +41,8 @@ def cpu_seconds() -> float:
 
 def timed_compile_stage() -> dict[str, Any]:
     """Wrap the sweep's compile stage to record its CPU seconds and phases per model."""
-    from sweeper import check, stages
+    from sweeper.checks import checker as check
+    from sweeper.checks import stages
     from sweeper.devices.trnsim import phases
     from sweeper.records import Stage
 
@@ -107,8 +108,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from sweeper.check import Checker
-    from sweeper.config import SweepConfig
+    from sweeper.checks.checker import Checker
+    from sweeper.settings.config import SweepConfig
     from sweeper.sources.zoo import zoo_ref, zoo_types
 
     types = [t for t in args.types.split(",") if t] or list(zoo_types()[:args.models])

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "tests" / "executors"))  # trivial_check for the s
 
 
 def _zoo_cfg(args: argparse.Namespace, executor: str, workers: int):
-    from sweeper.config import build_config
+    from sweeper.settings.config import build_config
 
     # One CPU (one torch thread) per model everywhere, inline too: on a loaded machine,
     # threads fighting for cores would swamp the executor's own cost being measured.
@@ -51,8 +51,8 @@ def part_start(args: argparse.Namespace) -> dict:
     """Local Ray start-up as ``connect`` does it."""
     import ray
 
-    from sweeper.config import SweepConfig
     from sweeper.executors.ray import connect
+    from sweeper.settings.config import SweepConfig
 
     started = time.perf_counter()
     connect(SweepConfig())
@@ -69,7 +69,7 @@ def part_zoo(args: argparse.Namespace, executor: str, workers: int) -> dict:
     ``ray.init`` is left out (``ray_start_s`` reports it).
     """
     started = time.perf_counter()
-    from sweeper.check import Checker
+    from sweeper.checks.checker import Checker
     from sweeper.executors.base import get_executor
     from sweeper.runner import plan
 
@@ -119,9 +119,9 @@ def part_scale(args: argparse.Namespace) -> dict:
     """The 55,000-model scheduling run; the driver's peak RSS before and after."""
     from executor_faults import trivial_check
 
-    from sweeper.config import SweepConfig
     from sweeper.executors.ray import RayExecutor, connect
-    from sweeper.store import RecordStore
+    from sweeper.settings.config import SweepConfig
+    from sweeper.storage.store import RecordStore
 
     os.fsync = lambda fd: None  # see the module docstring
     cfg = SweepConfig.of(executor="ray", workers=2, worker_max_models=1_000_000)

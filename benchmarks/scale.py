@@ -3,7 +3,7 @@
 The catalog is the top-1,000 snapshot's rows repeated under distinct ids (copy 0 keeps the
 real ids, copy k names ``org/name--k``); each row keeps its model type, library, task and
 downloads, so the mix of checks is the Hub's and most models share a check with an earlier
-one (``sweeper.reuse``). The sweep runs in a fresh child process (the driver), so its peak
+one (``sweeper.storage.reuse``). The sweep runs in a fresh child process (the driver), so its peak
 RSS is the driver's alone; the executor's workers are other processes.
 
     python benchmarks/scale.py [--rows 100000] [--device trnsim] [--stages ...]
@@ -62,12 +62,12 @@ def child(spec: str) -> int:
     opts = json.loads(spec)
     upgrade = opts.pop("upgrade", None)
     if upgrade:  # a nightly after `pip install -U PKG`, without installing anything
-        from sweeper import versions
+        from sweeper.checks import versions
 
         real = versions.package_version
         versions.package_version = lambda name: f"{real(name)}.post1" if name == upgrade else real(name)
-    from sweeper.config import build_config
     from sweeper.runner import run_sweep
+    from sweeper.settings.config import build_config
 
     profile = opts.pop("profile", False)
     cfg = build_config(opts)
@@ -92,10 +92,10 @@ def child(spec: str) -> int:
 # Where the driver's time goes, by the functions that do each part (cumulative time).
 PHASES = {
     "reading the catalog": [("sources/catalog.py", "refs")],
-    "fingerprinting": [("sweeper/fingerprint.py", "__call__")],
-    "copying records": [("sweeper/reuse.py", "_copy")],
-    "writing records": [("sweeper/store.py", "append_all")],
-    "progress": [("sweeper/terminal_bar.py", "update")],
+    "fingerprinting": [("sweeper/storage/fingerprint.py", "__call__")],
+    "copying records": [("sweeper/storage/reuse.py", "_copy")],
+    "writing records": [("sweeper/storage/store.py", "append_all")],
+    "progress": [("sweeper/report/terminal_bar.py", "update")],
 }
 
 

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _cfg(args: argparse.Namespace, **over):
-    from sweeper.config import build_config
+    from sweeper.settings.config import build_config
 
     base = {"source": "zoo", "top": args.models, "device": args.device, "stages": args.stages, "num_cpus": 1.0,
             "workers": args.workers, "timeout": 600.0}  # fmt: skip
@@ -52,7 +52,7 @@ def _floor_init(argv: list[str], refs: list) -> None:
     started = time.perf_counter()
     import torch
 
-    from sweeper.check import Checker
+    from sweeper.checks.checker import Checker
 
     torch.set_num_threads(1)
     args = _parser().parse_args(argv)
@@ -116,7 +116,7 @@ def part_sweep(args: argparse.Namespace, executor: str) -> dict:
         before = time.perf_counter()
         run_sweep(cfg, quiet=True, write_report=False)
         seconds = time.perf_counter() - before
-        from sweeper.store import read_records
+        from sweeper.storage.store import read_records
 
         records = read_records(cfg.out_dir)
     if executor == "ray":
@@ -155,7 +155,7 @@ def part_harness(args: argparse.Namespace, executor: str) -> dict:
 def _trivial_sweep(args: argparse.Namespace, executor: str, check) -> float:
     """Seconds per record, first record to last, of ``run_sweep`` over trivial models."""
     from sweeper.runner import run_sweep
-    from sweeper.store import RecordStore
+    from sweeper.storage.store import RecordStore
 
     written: list[tuple[float, int]] = []
     append_all = RecordStore.append_all

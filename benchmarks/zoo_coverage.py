@@ -32,9 +32,9 @@ def run_one(ref_data: dict[str, Any], compile_backend: str | None) -> dict[str, 
     """In a worker: materialise, forward, backward (and compile); return what happened."""
     import torch
 
-    from sweeper.config import SweepConfig
-    from sweeper.materialize import materialize
+    from sweeper.libraries.transformers import materialize
     from sweeper.records import ModelRef
+    from sweeper.settings.config import SweepConfig
 
     ref = ModelRef.from_dict(ref_data)
     result: dict[str, Any] = {"model_type": ref.model_type, "architecture": ref.architecture, "stage": "none"}

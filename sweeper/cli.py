@@ -23,7 +23,7 @@ try:  # typer >= 0.20 vendors click; older releases use the click package
 except ImportError:  # pragma: no cover
     from click import exceptions as click_exceptions
 
-from sweeper.errors import UsageError
+from sweeper.settings.errors import UsageError
 
 # Typer's own exit and abort signals (older releases raise click's).
 _EXIT = getattr(click_exceptions, "Exit", typer.Exit)
@@ -102,7 +102,7 @@ def sweep(
     """Run (or resume) a sweep: `sweep --top N --device D`."""
     if ctx.invoked_subcommand is not None:
         return
-    from sweeper.config import build_config
+    from sweeper.settings.config import build_config
 
     cfg = build_config(
         _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
@@ -119,8 +119,8 @@ def sweep(
         cfg = cfg.replace(source="catalog")
     if no_reuse:
         cfg = cfg.replace(reuse=False)
-    from sweeper.folder import SweepFolder
     from sweeper.runner import run_sweep
+    from sweeper.storage.folder import SweepFolder
 
     result = run_sweep(cfg, quiet=quiet, write_report=not no_report)
     where = f"; report: {result.report}" if result.report else ""
@@ -146,9 +146,9 @@ def one(
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
     """Check one model in this process and print everything about it."""
-    from sweeper.check import Checker
-    from sweeper.config import build_config
-    from sweeper.resolve import resolve_model
+    from sweeper.checks.checker import Checker
+    from sweeper.settings.config import build_config
+    from sweeper.sources.resolve import resolve_model
 
     cfg = build_config(_opts(device=device, weights=weights, stages=stages, compile_backend=compile_backend,
                              device_profile=device_profile, dtype=dtype, collect_all=collect_all,
@@ -157,7 +157,7 @@ def one(
     # The device as a sweep's workers build it: its profile, --collect-all, the spec's checks.
     checker = Checker.for_settings(cfg)
     ref = resolve_model(model, cfg, architecture=architecture)
-    from sweeper.hub_access import settle_hub_access
+    from sweeper.hub.access import settle_hub_access
 
     hub = settle_hub_access([ref], timeout=cfg.source.hub_timeout, weights=cfg.materialise.weights)
     if hub:
@@ -200,7 +200,7 @@ def catalog(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """List the models a source yields, in rank order."""
-    from sweeper.config import build_config
+    from sweeper.settings.config import build_config
     from sweeper.sources.base import get_source, select
 
     cfg = build_config(_opts(source="catalog" if path and source == "auto" else source, catalog=path, top=top))
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
 
     Everything printed passes the redactor; SIGTERM ends a sweep like Ctrl-C does.
     """
-    from sweeper.interrupt import terminate_as_interrupt
+    from sweeper.executors.interrupt import terminate_as_interrupt
     from sweeper.redact import RedactingStream
 
     saved = sys.stdout, sys.stderr
@@ -292,7 +292,7 @@ def _main(argv: list[str] | None) -> None:
         if os.environ.get("SWEEPER_DEBUG"):
             raise
         _die(f"{type(exc).__name__}: {exc} (set SWEEPER_DEBUG=1 for the traceback)", code=1)
-    if code == 130:  # typer turns Ctrl-C (and SIGTERM, see sweeper.interrupt) into exit code 130
+    if code == 130:  # typer turns Ctrl-C (and SIGTERM, see sweeper.executors.interrupt) into exit code 130
         _die(INTERRUPTED, code=130)
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -15,22 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeper.cache import describe as describe_cache
-from sweeper.config import SweepConfig
+from sweeper.checks.versions import versions
 from sweeper.devices.spec import DeviceSpec, resolve_device
-from sweeper.errors import UsageError
 from sweeper.executors.base import Check, CheckFn, get_executor
-from sweeper.folder import SweepFolder
-from sweeper.folder_lock import own_folder
-from sweeper.hub_access import settle_hub_access
-from sweeper.hub_http import install
+from sweeper.hub.access import settle_hub_access
+from sweeper.hub.http import install
 from sweeper.records import ModelRecord, ModelRef
-from sweeper.refstream import RefStream
+from sweeper.report.terminal_bar import TerminalBar
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 from sweeper.sources.base import get_source, select
-from sweeper.store import RecordStore
-from sweeper.sweep_meta import SweepMeta
-from sweeper.terminal_bar import TerminalBar
-from sweeper.versions import versions
+from sweeper.sources.refstream import RefStream
+from sweeper.storage.cache import describe as describe_cache
+from sweeper.storage.folder import SweepFolder
+from sweeper.storage.lock import own_folder
+from sweeper.storage.store import RecordStore
+from sweeper.storage.sweep_meta import SweepMeta
 
 SAY_AFTER_S = 0.3  # planning longer than this says so (a person sees something within a second)
 
@@ -96,7 +96,7 @@ def _plan(cfg: SweepConfig) -> PlanResult:
 def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = False, write_report: bool = True) -> SweepResult:
     """Run (or resume) the sweep ``cfg`` describes; returns counts and where things went.
 
-    Each distinct check runs once (``sweeper.reuse``) unless ``cfg.output.reuse`` is off or
+    Each distinct check runs once (``sweeper.storage.reuse``) unless ``cfg.output.reuse`` is off or
     ``check`` is not the real ``check_model``; refs a live listing streams are each run.
     The output folder is locked for the whole run: a second sweep on it exits 2.
     """
@@ -109,7 +109,7 @@ def _run(
     cfg: SweepConfig, refs: Any, source_info: dict[str, Any], spec: DeviceSpec, *,
     check: CheckFn | None, quiet: bool, write_report: bool,
 ) -> SweepResult:
-    from sweeper.reuse import for_sweep, known_answers
+    from sweeper.storage.reuse import for_sweep, known_answers
 
     out = cfg.out_dir
     stream = refs if isinstance(refs, RefStream) else None
@@ -125,7 +125,7 @@ def _run(
             f"moved to {store.rejected_path}", file=sys.stderr,
         )
     done = store.done_keys()
-    real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.check", "check_model")
+    real_check = check is None or (getattr(check, "__module__", ""), getattr(check, "__name__", "")) == ("sweeper.checks.checker", "check_model")
     device_info = spec.info()
     reuse = for_sweep(cfg, device_info, known=known_answers(out) if done and cfg.output.reuse else (), fingerprinted=real_check)
     skipped = len(done) if stream is not None else sum(1 for ref in refs if ref.key in done)
@@ -209,7 +209,7 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
 def _checker(cfg: SweepConfig, spec: DeviceSpec) -> Check:
     """The real check, imported when a model is about to run (it imports torch); each stage
     it starts is marked in the worker's breadcrumbs, so a crash record names the stage."""
-    from sweeper.check import Checker
+    from sweeper.checks.checker import Checker
     from sweeper.executors import breadcrumbs
 
     return Checker(cfg, spec, on_stage=breadcrumbs.mark)

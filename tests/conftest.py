@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import sweeper  # noqa: F401 - first: it readies torchvision's import (sweeper/vision_compat.py)
+import sweeper  # noqa: F401 - first: it readies torchvision's import (sweeper/libraries/vision_compat.py)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SWEEPER_SHARED", REPO.parent / "shared"))

@@ -34,7 +34,7 @@ def point_client_at(url: str, monkeypatch: Any, hf_home: Path) -> None:
     monkeypatch.setenv("HF_HOME", str(hf_home))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    # The node-wide Hub request bucket (sweeper.hub_rate) lives with the test's cache.
+    # The node-wide Hub request bucket (sweeper.hub.rate) lives with the test's cache.
     monkeypatch.setenv("SWEEPER_RATE_DIR", str(hf_home / "rate"))
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
         monkeypatch.delenv(name, raising=False)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from sweeper.errors import UsageError
-from sweeper.plugins import resolve
 from sweeper.records import Reason
+from sweeper.settings.errors import UsageError
+from sweeper.settings.plugins import resolve
 
 
 @dataclass

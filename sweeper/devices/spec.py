@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sweeper.errors import UsageError
+from sweeper.settings.errors import UsageError
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
     from sweeper.devices.base import Device
+    from sweeper.settings.config import SweepConfig
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Which names exist and where each executor is built: ``sweeper.executors.registry
 (imports none of them; a plugin registers with ``register_executor``).
 
 What an executor runs is a ``Check``: ``setup()`` once per worker process, ``check(ref)``
-per model, ``between_models()`` after each (``sweeper.check.Checker`` is the real one).
+per model, ``between_models()`` after each (``sweeper.checks.checker.Checker`` is the real one).
 A plain function ``fn(ref, cfg)`` (a test double, a benchmark's) is wrapped by ``as_check``.
 """
 
@@ -23,7 +23,7 @@ from sweeper.executors.registry import executor_factory, register_executor
 from sweeper.records import ModelRecord, ModelRef, Origin, Reason, ReasonKind, Status, base_record
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 __all__ = ["Check", "CheckFn", "Executor", "FunctionCheck", "as_check", "failure_record", "get_executor", "register_executor"]
 
@@ -87,8 +87,8 @@ def failure_record(
     worker, a check that raised): no other model's record is copied from it, and it is
     never the device's (ours: the harness's).
     """
-    from sweeper.origins import on_host
-    from sweeper.repro import repro_command
+    from sweeper.checks.origins import on_host
+    from sweeper.checks.repro import repro_command
 
     reason = on_host(Reason(kind=kind, message=message, stage=stage), upstream_fails=False)
     if infrastructure:

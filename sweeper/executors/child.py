@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from sweeper.executors.worker import THREAD_VARS
-from sweeper.materialize.memory_estimate import WORKER_LIMIT_ENV
+from sweeper.libraries.transformers.memory_estimate import WORKER_LIMIT_ENV
 
 MIB = 1024 * 1024
 MIN_LIMIT_MB = 512  # below this not even torch and transformers import

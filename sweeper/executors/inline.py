@@ -10,7 +10,7 @@ from sweeper.executors.base import Check, CheckFn, OnRecord, as_check
 from sweeper.records import ModelRef
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 
 class InlineExecutor:

@@ -23,7 +23,7 @@ from sweeper.executors.slot import MEMORY_POLL_S, WorkerSlot
 from sweeper.records import ModelRef
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 
 def default_workers(cfg: SweepConfig) -> int:

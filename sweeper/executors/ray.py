@@ -30,18 +30,18 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import OutOfMemoryError, RayError, RayTaskError
 
-from sweeper.errors import UsageError
 from sweeper.executors import breadcrumbs
 from sweeper.executors.base import Check, CheckFn, OnRecord, as_check, failure_record
+from sweeper.executors.interrupt import reclaim
 from sweeper.executors.ray_connect import connect
 from sweeper.executors.supervisor import WORKDIR_PREFIX, Supervisor
 from sweeper.executors.window import DEPTH, Call, Window
-from sweeper.interrupt import reclaim
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
+from sweeper.settings.errors import UsageError
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
     from sweeper.devices.spec import DeviceSpec
+    from sweeper.settings.config import SweepConfig
 
 POLL_S = 0.5
 BACKSTOP_GRACE_S = 180.0  # past every per-model timeout plus a worker start: the actor is wedged

@@ -33,10 +33,10 @@ from ray._private.grpc_utils import init_grpc_channel
 from ray._raylet import AuthenticationTokenLoader, Config
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc, ray_client_pb2, ray_client_pb2_grpc
 
-from sweeper.errors import UsageError
+from sweeper.settings.errors import UsageError
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 PROBE_TIMEOUT_S = 5.0
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # records are small; do not reserve 30% of RAM

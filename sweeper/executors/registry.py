@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sweeper.errors import UsageError
-from sweeper.plugins import resolve
+from sweeper.settings.errors import UsageError
+from sweeper.settings.plugins import resolve
 
 BUILTIN: dict[str, str] = {
     "inline": "sweeper.executors.inline:InlineExecutor",

@@ -24,7 +24,7 @@ WORKDIR_PREFIX = "sweeper-ray-"
 READY_WAIT_S = 120.0
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 
 class Supervisor:

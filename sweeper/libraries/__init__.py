@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 
 

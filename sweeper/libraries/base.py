@@ -14,9 +14,9 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from sweeper.errors import SweeperError
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef, ReasonKind
+from sweeper.settings.errors import SweeperError
 
 
 class MissingDependencyError(SweeperError):
@@ -94,7 +94,7 @@ def with_loss(model: Any, loss: Callable[[Any, dict[str, Any]], Any], *, keys: t
 
 def _first(output: Any) -> Any:
     """The output numerics compares: the tensor itself, or a dict/tuple's first float."""
-    from sweeper.reference import first_float
+    from sweeper.checks.reference import first_float
 
     found = first_float(output)
     return found if found is not None else output

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sweeper.errors import ConfigError
 from sweeper.libraries import diffusers_parts
 from sweeper.libraries.base import Library, count_parameters
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
+from sweeper.settings.errors import ConfigError
 
 Spec = dict[str, tuple[str, dict[str, Any]]]  # component name -> (class, builder arguments)
 _VAE16 = ("AutoencoderKL", {"latent_channels": 16})
@@ -119,7 +119,7 @@ def _pipeline_class() -> type:
     import torch
     from transformers.utils import ModelOutput
 
-    from sweeper.reference import float_tensors
+    from sweeper.checks.reference import float_tensors
 
     class DiffusersComponents(torch.nn.Module):
         """The pipeline's components; forward runs each on its own (prefixed) inputs."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from sweeper.errors import SweeperError
 from sweeper.records import ModelRef, ReasonKind
+from sweeper.settings.errors import SweeperError
 
 # Hub library_name -> the format named in the record.
 FORMATS = {

@@ -14,11 +14,11 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from sweeper.errors import ConfigError
 from sweeper.libraries import vision
 from sweeper.libraries.base import Library, count_parameters, seeded_build, with_loss
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
+from sweeper.settings.errors import ConfigError
 
 TINY_IMAGE = 64
 CONTEXT = 16

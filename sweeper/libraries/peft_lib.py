@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sweeper.errors import ConfigError
 from sweeper.libraries.base import Library, count_parameters
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
+from sweeper.settings.errors import ConfigError
 
 
 class Peft(Library):
@@ -34,7 +34,7 @@ class Peft(Library):
         self.require()
         from peft import LoraConfig, get_peft_model
 
-        from sweeper.materialize.build import build
+        from sweeper.libraries.transformers.build import build
 
         config = dict(ref.config or {})
         if not ref.model_type and "base_model_name_or_path" not in config:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sweeper.errors import ConfigError
 from sweeper.libraries.base import Library
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
+from sweeper.settings.errors import ConfigError
 
 # Id patterns -> the pyannote.audio model (or the models of a pipeline), first match wins.
 ARCHITECTURES = (

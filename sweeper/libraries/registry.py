@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 from importlib.metadata import entry_points
 
-from sweeper.errors import UnsupportedLibraryError
 from sweeper.libraries.base import Library
 from sweeper.libraries.formats import not_pytorch
 from sweeper.records import ModelRef
+from sweeper.settings.errors import UnsupportedLibraryError
 
 ENTRY_POINT_GROUP = "sweeper.libraries"
 _REGISTERED: dict[str, Library] = {}

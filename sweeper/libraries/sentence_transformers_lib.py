@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from sweeper.libraries.base import Library, count_parameters
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 
 
@@ -26,8 +26,8 @@ class SentenceTransformers(Library):
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The encoder (base class of its model type) + Pooling(mean) + Normalize."""
         self.require()
-        from sweeper.materialize.build import build
-        from sweeper.materialize.heads import heads_of
+        from sweeper.libraries.transformers.build import build
+        from sweeper.libraries.transformers.heads import heads_of
 
         base = heads_of(ref.model_type or "").get("")
         encoder_ref = dataclasses.replace(ref, library_name="transformers", architecture=ref.architecture or (base[0] if base else None))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from sweeper.errors import ConfigError
 from sweeper.libraries import vision
 from sweeper.libraries.base import Library, count_parameters, seeded_build, with_loss
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
+from sweeper.settings.errors import ConfigError
 
 NUM_CLASSES = 4
 TINY_IMAGE = 64

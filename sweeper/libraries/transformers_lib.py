@@ -1,11 +1,11 @@
-"""transformers: the sweeper's first library (its builder lives in ``sweeper/materialize``)."""
+"""transformers: the sweeper's first library (its builder lives in ``sweeper/libraries/transformers``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sweeper.libraries.base import Library
-from sweeper.materialize.built import Built
+from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 
 
@@ -18,6 +18,6 @@ class Transformers(Library):
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The materializer's model: config (ref, Hub or type default), shrink, head, inputs."""
-        from sweeper.materialize.build import build
+        from sweeper.libraries.transformers.build import build
 
         return build(ref, cfg)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sweeper import folder as names
-from sweeper.folder import SweepFolder
 from sweeper.report.analysis import analyse, summary
 from sweeper.report.load import gc_paused, read_sweep
+from sweeper.storage import folder as names
+from sweeper.storage.folder import SweepFolder
 
 
 def write_report(out_dir: Path, *, charts: bool = True) -> Path:
@@ -25,7 +25,7 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
     from sweeper.report import document
     from sweeper.report.export import write_parquet
     from sweeper.report.page import write_page
-    from sweeper.staged import Staged
+    from sweeper.storage.staged import Staged
 
     data = read_sweep(out_dir)
     a = analyse(data)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.folder import SweepFolder
 from sweeper.report import aggregate
 from sweeper.report.escape import code, md, model_link, num, pct, table
 from sweeper.report.load import SweepData
 from sweeper.report.tables import long_table, reason_cell
+from sweeper.storage.folder import SweepFolder
 
 BAD = ("fail", "blocked")
 COLS = ["key", "model_id", "rank", "downloads", "status", "category", "reason_kind", "reason_op", "reason_message"]
@@ -130,7 +130,7 @@ def why_rows(keys: pd.Series, old_dir: Path, new_dir: Path) -> list[str]:
 
 def _fingerprints(folder: Path, keys: set[str]) -> dict[str, tuple[str, dict]]:
     """``key -> (fingerprint, parts)`` from a sweep folder's records (read as a stream)."""
-    from sweeper.store import iter_raw
+    from sweeper.storage.store import iter_raw
 
     found: dict[str, tuple[str, dict]] = {}
     for raw in iter_raw(SweepFolder(folder).records):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.folder import META, RECORDS, REPROS
 from sweeper.report import formats, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
 from sweeper.report.load import CATEGORIES
 from sweeper.report.meta import CODE_ROWS, device_name, identity_rows
+from sweeper.storage.folder import META, RECORDS, REPROS
 
 NOT_TESTED_INTRO = (
     "Environment outcomes (gated, remote code, unsupported library, download, missing dependency, config error) and "

@@ -70,7 +70,7 @@ def hub_url() -> str:
 
 @functools.lru_cache(maxsize=8)
 def _hub_url(_env: str) -> str:
-    from sweeper.hub_access import shown_endpoint
+    from sweeper.hub.access import shown_endpoint
 
     url = shown_endpoint().rstrip("/")
     # Only a plain http(s) URL goes into a link; anything else falls back to the Hub.

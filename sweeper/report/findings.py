@@ -15,7 +15,7 @@ from pathlib import PurePath
 
 import pandas as pd
 
-from sweeper.folder import REPROS
+from sweeper.storage.folder import REPROS
 
 WHOLE_GRAPH = "whole graph (no op named)"
 # Kinds whose op-less blockers are about a graph the lowering tool failed on.

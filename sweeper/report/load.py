@@ -20,12 +20,12 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from sweeper.classify import graph_break_cause
-from sweeper.errors import UsageError
-from sweeper.folder import SweepFolder
+from sweeper.checks.classify import graph_break_cause
 from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, StageResult, Status
 from sweeper.redact import env_secrets, redact_obj
-from sweeper.sweep_meta import SweepMeta
+from sweeper.settings.errors import UsageError
+from sweeper.storage.folder import SweepFolder
+from sweeper.storage.sweep_meta import SweepMeta
 
 _STATUSES = {s.value for s in Status}
 # The one vocabulary of model outcomes, in report order, with the words report.md,

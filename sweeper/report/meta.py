@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.report.escape import seconds
-from sweeper.sweep_meta import SweepMeta
+from sweeper.storage.sweep_meta import SweepMeta
 
 CODE_ROWS = frozenset({"sweep", "device"})  # values report.md sets as code
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.checks.tolerances import tolerance_for
 from sweeper.report.aggregate import weight
 from sweeper.report.load import SweepData
-from sweeper.tolerances import tolerance_for
 
 # Upper bounds of the buckets after "identical" (0); the last bucket is everything above.
 BOUNDS = (1e-6, 1e-5, 1e-4, 1e-3)

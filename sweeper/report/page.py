@@ -13,10 +13,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sweeper.folder import SweepFolder
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import hub_url
 from sweeper.report.page_data import page_data
+from sweeper.storage.folder import SweepFolder
 
 # Inside a JSON string these stand for themselves; escaped, no "</script>" or "<!--" can
 # end the data element early, whatever a model id or message holds.

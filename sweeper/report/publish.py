@@ -15,12 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import UsageError
-from sweeper.folder import CARD, CHARTS, PARQUET, PUBLISH_MARKER, PUBLISHED, REPORT, SUMMARY, SweepFolder
 from sweeper.report import commands
 from sweeper.report.escape import code, md, num, one_line, pct
-from sweeper.staged import Staged
-from sweeper.sweep_meta import SweepMeta
+from sweeper.settings.errors import UsageError
+from sweeper.storage.folder import CARD, CHARTS, PARQUET, PUBLISH_MARKER, PUBLISHED, REPORT, SUMMARY, SweepFolder
+from sweeper.storage.staged import Staged
+from sweeper.storage.sweep_meta import SweepMeta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"

@@ -10,8 +10,8 @@ import functools
 import http.server
 from pathlib import Path
 
-from sweeper.errors import UsageError
-from sweeper.folder import PAGE, SweepFolder
+from sweeper.settings.errors import UsageError
+from sweeper.storage.folder import PAGE, SweepFolder
 
 HOST = "127.0.0.1"
 

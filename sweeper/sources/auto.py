@@ -13,10 +13,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from sweeper.errors import UsageError
-from sweeper.hub_access import probe, shown_endpoint
-from sweeper.hub_http import install
+from sweeper.hub.access import probe, shown_endpoint
+from sweeper.hub.http import install
 from sweeper.records import ModelRef
+from sweeper.settings.errors import UsageError
 from sweeper.sources.base import Source
 from sweeper.sources.catalog import CatalogSource
 from sweeper.sources.hub import HubListingError, HubSource
@@ -24,7 +24,7 @@ from sweeper.sources.registry import source_factory
 from sweeper.sources.snapshots import newest_snapshot
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 
 class AutoSource:

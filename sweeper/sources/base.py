@@ -18,7 +18,7 @@ from sweeper.sources.registry import register_source, source_factory
 __all__ = ["Source", "get_source", "register_source", "select"]
 
 if TYPE_CHECKING:
-    from sweeper.config import SourceSettings, SweepConfig
+    from sweeper.settings.config import SourceSettings, SweepConfig
 
 
 class Source(Protocol):

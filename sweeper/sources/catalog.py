@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeper.errors import UsageError
 from sweeper.records import ModelRef
+from sweeper.settings.errors import UsageError
 from sweeper.sources.catalog_rows import Row, read_rows, suffix_of
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 _DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4}-\d{2}(?:-\d{2})?)(?!\d)")
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from sweeper.errors import UsageError
+from sweeper.settings.errors import UsageError
 
 SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".jsonl.gz", ".ndjson", ".parquet")
 # Column names accepted for each field; the first is the documented one.

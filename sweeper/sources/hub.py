@@ -6,7 +6,7 @@ each page arrives and journaled with the listing's cursor, so an interrupted lis
 continues on rerun (``sweeper.sources.hub_listing``). A complete listing is saved as a
 snapshot (``sweeper.sources.snapshots``) for later offline runs. ``HF_TOKEN`` is sent
 to the endpoint by the client as usual, but it is never put into refs, snapshots,
-``describe()`` or error messages (the rules are ``sweeper.hub_access``'s).
+``describe()`` or error messages (the rules are ``sweeper.hub.access``'s).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeper.errors import UsageError
-from sweeper.hub_access import endpoint, hub_offline, one_line, probe, shown_endpoint
-from sweeper.hub_http import install
+from sweeper.hub.access import endpoint, hub_offline, one_line, probe, shown_endpoint
+from sweeper.hub.http import install
 from sweeper.records import ModelRef
+from sweeper.settings.errors import UsageError
 from sweeper.sources.hub_listing import ListingJournal, Page, list_pages
 from sweeper.sources.snapshots import ref_from_row, snapshot_dir, snapshot_row
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 # Without --top the listing stops here: the whole Hub is millions of repos.
 # With filters, list this many times --top so enough models survive the filters.

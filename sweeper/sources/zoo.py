@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweeper.materialize.heads import heads_of, preferred_head
+from sweeper.libraries.transformers.heads import heads_of, preferred_head
 from sweeper.records import ModelRef
 
 if TYPE_CHECKING:
-    from sweeper.config import SweepConfig
+    from sweeper.settings.config import SweepConfig
 
 # The architectures behind most Hub downloads (encoders, decoders, seq2seq, vision,
 # speech, multimodal), so ``--top 50`` sweeps what users care about first.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
+from sweeper.checks.checker import check_model
 from sweeper.records import Status
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.zoo import zoo_ref
 
 

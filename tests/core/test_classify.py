@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweeper.classify import classify
-from sweeper.errors import InputSynthesisError
+from sweeper.checks.classify import classify
 from sweeper.records import ReasonKind
+from sweeper.settings.errors import InputSynthesisError
 
 
 class _Deliberate(Exception):
@@ -65,7 +65,7 @@ def test_mlir_plumbing_in_a_diagnostic_names_no_op():
 
 
 def test_a_lowering_tool_error_keeps_its_whole_diagnostic():
-    from sweeper.errors import SweeperError
+    from sweeper.settings.errors import SweeperError
 
     class ToolError(SweeperError):
         reason_kind = ReasonKind.LOWERING_TOOL_ERROR

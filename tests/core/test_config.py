@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sweeper.config import REPO_CONFIGS, build_config
-from sweeper.errors import UsageError
+from sweeper.settings.config import REPO_CONFIGS, build_config
+from sweeper.settings.errors import UsageError
 
 
 def test_cli_overrides_file_overrides_defaults(tmp_path):

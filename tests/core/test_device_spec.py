@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from sweeper.check import Checker
-from sweeper.config import SweepConfig
+from sweeper.checks.checker import Checker
 from sweeper.devices.spec import DeviceSpec, parse, resolve_device
-from sweeper.errors import UsageError
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 from sweeper.sources.zoo import zoo_ref
 
 
@@ -55,7 +55,7 @@ def test_gpus_per_model_come_from_the_spec():
 
 def test_registries_import_no_implementation():
     code = (
-        "import sys, sweeper.devices.base, sweeper.executors.base, sweeper.sources.base, sweeper.config;"
+        "import sys, sweeper.devices.base, sweeper.executors.base, sweeper.sources.base, sweeper.settings.config;"
         "mods = ['sweeper.devices.torch_device', 'sweeper.devices.trnsim.device', 'sweeper.executors.inline',"
         " 'sweeper.executors.process', 'sweeper.executors.ray', 'sweeper.sources.zoo', 'sweeper.sources.hub'];"
         "print([m for m in mods if m in sys.modules])"

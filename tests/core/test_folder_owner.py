@@ -23,7 +23,7 @@ def _catalog(tmp_path: Path, n: int = 4) -> Path:
 
 
 def _sweep(capsys: pytest.CaptureFixture[str], catalog: Path, out: Path, *extra: str) -> tuple[int, str]:
-    """The CLI in this process, with a check that needs no torch (``sweeper.check`` stubbed)."""
+    """The CLI in this process, with a check that needs no torch (``sweeper.checks.checker`` stubbed)."""
     with pytest.raises(SystemExit) as exit_info:
         main(["--catalog", str(catalog), "--executor", "inline", "--out", str(out), "--no-report", *extra])
     captured = capsys.readouterr()
@@ -44,7 +44,7 @@ def _cheap_check(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_second_sweep_on_a_locked_folder_exits_2_naming_the_holder(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from sweeper.folder_lock import own_folder\n"
+        [sys.executable, "-c", "import sys, time; from sweeper.storage.lock import own_folder\n"
          "with own_folder(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(out)],
         stdout=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from sweeper.classify import classify
-from sweeper.hub_http import HubRetriesExhausted, HubStats, RetryingTransport, RetryPolicy, retry_after_seconds
-from sweeper.hub_rate import NodeRateLimiter, bucket_path
+from sweeper.checks.classify import classify
+from sweeper.hub.http import HubRetriesExhausted, HubStats, RetryingTransport, RetryPolicy, retry_after_seconds
+from sweeper.hub.rate import NodeRateLimiter, bucket_path
 from sweeper.records import ReasonKind
 
 
@@ -149,8 +149,8 @@ def test_connection_resets_are_retried_but_uploads_are_not() -> None:
     ],
 )
 def test_bad_hub_flags_are_usage_errors(flags: dict, fragment: str) -> None:
-    from sweeper.config import build_config
-    from sweeper.errors import UsageError
+    from sweeper.settings.config import build_config
+    from sweeper.settings.errors import UsageError
 
     with pytest.raises(UsageError, match=fragment):
         build_config(flags)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sweeper.materialize.inputs import cast_floating
-from sweeper.numerics import Tolerance, compare, compare_grads, cpu_twin, format_error, seeded, tolerance_for
+from sweeper.checks.numerics import Tolerance, compare, compare_grads, cpu_twin, format_error, seeded, tolerance_for
+from sweeper.libraries.transformers.inputs import cast_floating
 
 
 def test_float32_keeps_the_sweep_atol_and_bfloat16_is_looser():

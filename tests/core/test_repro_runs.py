@@ -6,11 +6,11 @@ import shlex
 
 import pytest
 
+from sweeper.checks.repro import repro_command
 from sweeper.cli import main
-from sweeper.config import SweepConfig
-from sweeper.errors import UsageError
 from sweeper.records import ModelRef
-from sweeper.repro import repro_command
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 
 
 @pytest.mark.parametrize("model_id", ["--device=cuda", "-x", "org/plain"])
@@ -24,9 +24,9 @@ def test_repro_reaches_sweep_one_with_the_same_model_and_device(model_id: str, m
         seen.update(model=model, device=cfg.device.spec, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
         raise UsageError("stop here")
 
-    import sweeper.resolve
+    import sweeper.sources.resolve
 
-    monkeypatch.setattr(sweeper.resolve, "resolve_model", resolve)
+    monkeypatch.setattr(sweeper.sources.resolve, "resolve_model", resolve)
     with pytest.raises(SystemExit) as exit_info:
         main(argv[1:])
     err = capsys.readouterr().err

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from sweeper.cache import ResultCache
-from sweeper.config import SweepConfig
-from sweeper.fingerprint import Fingerprinter
 from sweeper.records import ModelRef, Reason, ReasonKind, Status, base_record
-from sweeper.reuse import Reuse, copy_for
+from sweeper.settings.config import SweepConfig
+from sweeper.storage.cache import ResultCache
+from sweeper.storage.fingerprint import Fingerprinter
+from sweeper.storage.reuse import Reuse, copy_for
 
 CPU = {"spec": "cpu", "profile": {}}
 
@@ -86,7 +86,7 @@ def test_settings_that_decide_an_outcome_are_in_the_fingerprint(change, shares):
 
 
 def _upgraded(monkeypatch, package: str) -> Fingerprinter:
-    from sweeper import versions
+    from sweeper.checks import versions
 
     real = versions.package_version
     monkeypatch.setattr(versions, "package_version", lambda name: "99.0" if name == package else real(name))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.config import build_config
 from sweeper.runner import run_sweep
+from sweeper.settings.config import build_config
 
 # What differs between two runs of the same check: who the model is, and how long it took.
 IDENTITY = {"sweep_id", "model_id", "key", "rank", "downloads", "revision", "pipeline_tag", "library_name", "repro",

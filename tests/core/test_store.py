@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sweeper.records import ModelRef, Status, base_record
-from sweeper.store import RecordStore, read_records, repair
+from sweeper.storage.store import RecordStore, read_records, repair
 
 
 def _rec(i: int):

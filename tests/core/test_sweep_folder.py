@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sweeper import folder as names
-from sweeper.errors import UsageError
-from sweeper.folder import SweepFolder
-from sweeper.sweep_meta import SweepMeta
+from sweeper.settings.errors import UsageError
+from sweeper.storage import folder as names
+from sweeper.storage.folder import SweepFolder
+from sweeper.storage.sweep_meta import SweepMeta
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLISHED = sorted((REPO / "reports").glob("*/sweep.json"))
@@ -88,9 +88,9 @@ def test_not_a_sweep_folder_is_one_error(tmp_path: Path) -> None:
 def test_every_file_a_sweep_and_its_report_write_is_named_by_the_folder(tmp_path: Path) -> None:
     """The files a sweep (inline, a check that passes every model) and its report leave
     are the folder's own names."""
-    from sweeper.config import SweepConfig
     from sweeper.records import Status, base_record
     from sweeper.runner import run_sweep
+    from sweeper.settings.config import SweepConfig
 
     def passes(ref, cfg):  # noqa: ANN001, ANN202 - the executor's CheckFn
         return base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS)

@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-from sweeper import terminal_bar as progress_module
 from sweeper.executors.breadcrumbs import Breadcrumb
 from sweeper.records import ModelRef, Reason, ReasonKind, Status, base_record
-from sweeper.terminal_bar import TerminalBar
+from sweeper.report import terminal_bar as progress_module
+from sweeper.report.terminal_bar import TerminalBar
 
 
 class _Tty(io.StringIO):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweeper import stages
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
-from sweeper.materialize import Built
+from sweeper.checks import stages
+from sweeper.checks.checker import check_model
+from sweeper.checks.repro import repro_command
+from sweeper.libraries.transformers import Built
 from sweeper.records import ModelRef, Origin, ReasonKind, Status
-from sweeper.repro import repro_command
+from sweeper.settings.config import SweepConfig
 
 
 class Branching(torch.nn.Module):
@@ -69,7 +69,7 @@ def test_a_data_dependent_op_breaks_the_graph_and_passes_by_default(trnsim, monk
 
 def _spy_on_compile(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     """(device, whole_graph) of every compile stage run: the device's and its CPU control's."""
-    from sweeper import check
+    from sweeper.checks import checker as check
     from sweeper.records import Stage
 
     seen: list[tuple[str, bool]] = []
@@ -107,8 +107,8 @@ def test_a_model_no_single_graph_holds_is_the_models_under_whole_graph_and_passe
 
 
 def test_whole_graph_is_part_of_the_checks_fingerprint_and_a_settings_file_can_ask_for_it(tmp_path):
-    from sweeper.config import build_config
-    from sweeper.fingerprint import NOT_OUTCOME
+    from sweeper.settings.config import build_config
+    from sweeper.storage.fingerprint import NOT_OUTCOME
 
     assert "whole_graph" not in NOT_OUTCOME  # a setting that changes the outcome
     settings = tmp_path / "team.toml"

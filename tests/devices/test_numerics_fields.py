@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import torch
 
-from sweeper import stages
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
-from sweeper.materialize import Built
+from sweeper.checks import stages
+from sweeper.checks.checker import check_model
+from sweeper.checks.selfnoise import NOISE_MULTIPLIER
+from sweeper.libraries.transformers import Built
 from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status
-from sweeper.selfnoise import NOISE_MULTIPLIER
+from sweeper.settings.config import SweepConfig
 
 CALLS = {"backward": 0}
 

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import torch
 
-from sweeper import stages
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
-from sweeper.errors import SweeperError
-from sweeper.materialize import Built
+from sweeper.checks import stages
+from sweeper.checks.checker import check_model
+from sweeper.libraries.transformers import Built
 from sweeper.records import ModelRef, Origin, ReasonKind, Status
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import SweeperError
 
 
 class LoweringToolFailure(SweeperError):
@@ -165,7 +165,7 @@ def test_a_declared_gap_stays_the_devices_when_the_control_fails_for_another_rea
 
 def test_the_control_of_a_worker_overrun_reruns_the_stage_on_the_cpu(trnsim, monkeypatch):
     """What a fresh worker runs after a device stage crashed, hung or ran out of memory."""
-    from sweeper.check import Checker
+    from sweeper.checks.checker import Checker
 
     seen = []
 

@@ -8,15 +8,15 @@ import pytest
 
 from sweeper.records import ReasonKind, Status
 
-check = pytest.importorskip("sweeper.check")
-resolve = pytest.importorskip("sweeper.resolve")
+check = pytest.importorskip("sweeper.checks.checker")
+resolve = pytest.importorskip("sweeper.sources.resolve")
 
 PASSING = ["bert", "gpt2", "t5", "roberta", "distilbert", "llama", "qwen2", "mistral", "vit", "whisper"]
 DEFAULT_SUITE = {"gpt2", "llama"}  # tied weights; RoPE's slice_scatter backward
 
 
 def _record(model: str, out: str):
-    from sweeper.config import build_config
+    from sweeper.settings.config import build_config
 
     cfg = build_config({"device": "trnsim", "executor": "inline", "out": out})
     return check.check_model(resolve.resolve_model(model, cfg), cfg)

@@ -71,7 +71,7 @@ def test_a_prepared_graph_still_has_its_code(trnsim):
 
 
 def test_full_collections_resume_after_the_pause():
-    from sweeper.gcpause import fewer_full_collections
+    from sweeper.checks.gcpause import fewer_full_collections
 
     before = gc.get_threshold()
     with pytest.raises(ValueError), fewer_full_collections():

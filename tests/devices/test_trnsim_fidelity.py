@@ -12,7 +12,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 from trnsim_helpers import profile_without_parameter_identity, root_cause, run_compiled, tiny_model
 
-from sweeper.classify import classify
+from sweeper.checks.classify import classify
 from sweeper.records import ReasonKind
 
 INT64_MAX = 9223372036854775807

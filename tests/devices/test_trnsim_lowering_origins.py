@@ -14,8 +14,8 @@ import pytest
 import torch
 from trnsim_helpers import root_cause, run_compiled
 
-from sweeper import origins
-from sweeper.classify import classify
+from sweeper.checks import origins
+from sweeper.checks.classify import classify
 from sweeper.records import Origin, ReasonKind
 from sweeper.report import findings
 

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from sweeper import stages
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
-from sweeper.materialize import Built
+from sweeper.checks import stages
+from sweeper.checks.checker import check_model
+from sweeper.libraries.transformers import Built
 from sweeper.records import ModelRef, Origin, ReasonKind, Status
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.zoo import zoo_ref
 
 STAGES = ("backward",)  # load, to_device, forward, backward

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sweeper.errors import UsageError
+from sweeper.settings.errors import UsageError
 
 NEXT = Path(__file__).resolve().parents[2] / "configs" / "devices" / "trnsim-next.toml"
 

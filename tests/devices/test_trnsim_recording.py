@@ -44,7 +44,7 @@ def test_strict_turns_fallback_into_error(trnsim):
 
 
 def test_errors_carry_what_classify_reads(trnsim):
-    from sweeper.errors import SweeperError
+    from sweeper.settings.errors import SweeperError
 
     with pytest.raises(trnsim.UnsupportedDtypeError) as info:
         torch.zeros(2, dtype=torch.float64, device="trnsim")

@@ -6,12 +6,12 @@ import pytest
 
 from sweeper.records import ReasonKind, Status
 
-check = pytest.importorskip("sweeper.check")
-resolve = pytest.importorskip("sweeper.resolve")
+check = pytest.importorskip("sweeper.checks.checker")
+resolve = pytest.importorskip("sweeper.sources.resolve")
 
 
 def _record(model: str, **overrides):
-    from sweeper.config import build_config
+    from sweeper.settings.config import build_config
 
     cfg = build_config({"device": "trnsim", "executor": "inline", **overrides})
     return check.check_model(resolve.resolve_model(model, cfg), cfg)

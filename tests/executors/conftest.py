@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sweeper.config import SweepConfig
+from sweeper.settings.config import SweepConfig
 
 
 @pytest.fixture(scope="session")

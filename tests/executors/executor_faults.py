@@ -189,7 +189,7 @@ def compiling_check(ref: ModelRef, cfg: Any, *, compile_s: float = 3.0) -> Model
 
 def budget_check(ref: ModelRef, cfg: Any) -> ModelRecord:
     """A passing model whose notes say the memory budget its estimate is held to (MiB)."""
-    from sweeper.materialize.memory_estimate import MIB, budget_bytes
+    from sweeper.libraries.transformers.memory_estimate import MIB, budget_bytes
 
     record = ok_check(ref, cfg)
     record.notes["budget_mb"] = budget_bytes(cfg) // MIB

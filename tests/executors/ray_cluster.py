@@ -93,7 +93,7 @@ def raylets(temp: str) -> list[psutil.Process]:
 
 
 LOCAL_CONNECT = (  # what a sweep without --address does first, then how many CPUs it got
-    "import ray; from sweeper.config import SweepConfig; from sweeper.executors.ray_connect import connect;"
+    "import ray; from sweeper.settings.config import SweepConfig; from sweeper.executors.ray_connect import connect;"
     "connect(SweepConfig()); print('cpus', ray.cluster_resources().get('CPU')); ray.shutdown()"
 )
 

@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from executor_faults import slow_check
 
-from sweeper.config import build_config
 from sweeper.runner import run_sweep
+from sweeper.settings.config import build_config
 
 
 def main(out: str, executor: str, catalog: str, top: str) -> None:

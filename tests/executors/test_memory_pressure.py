@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.config import SweepConfig
 from sweeper.executors import child
+from sweeper.settings.config import SweepConfig
 
 MIB = 1024 * 1024
 Memory = namedtuple("Memory", "total available")

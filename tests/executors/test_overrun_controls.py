@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from executor_faults import ControlledCheck, collect, fault_check, refs
 
-from sweeper.config import SweepConfig
 from sweeper.executors.process import ProcessExecutor
 from sweeper.records import Origin, Outcome, ReasonKind, Status
+from sweeper.settings.config import SweepConfig
 
 
 def _one(name: str, check, **settings) -> object:

@@ -11,8 +11,8 @@ from executor_faults import (
     refs,
 )
 
-from sweeper.config import SweepConfig
 from sweeper.executors.process import ProcessExecutor
+from sweeper.settings.config import SweepConfig
 
 
 def _by_id(records):

@@ -67,7 +67,7 @@ def _env(home: Path, **ray: str) -> dict[str, str]:
 
 PROBE = """
 import sys
-from sweeper.errors import UsageError
+from sweeper.settings.errors import UsageError
 from sweeper.executors.ray_connect import preflight
 try:
     preflight(sys.argv[1])  # attach() then calls ray.init, which the stand-in cannot serve

@@ -14,10 +14,10 @@ from executor_faults import (
     refs,
 )
 
-from sweeper.config import SweepConfig
-from sweeper.errors import UsageError
 from sweeper.executors.ray import RayExecutor
 from sweeper.records import ReasonKind, Status
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 
 
 def test_small_sweep_streams_every_record_once(ray_session):

@@ -14,10 +14,10 @@ import time
 
 from executor_faults import trivial_check
 
-from sweeper.config import SweepConfig
 from sweeper.executors.ray import RayExecutor
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.catalog import CatalogSource
-from sweeper.store import RecordStore
+from sweeper.storage.store import RecordStore
 
 
 def test_55k_models_stream_through_ray_into_the_store_once_each(ray_session, hub_2022_csv, tmp_path, monkeypatch):

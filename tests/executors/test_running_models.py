@@ -9,8 +9,8 @@ from functools import partial
 import pytest
 from executor_faults import compiling_check, refs
 
-from sweeper.config import SweepConfig
 from sweeper.executors.base import get_executor
+from sweeper.settings.config import SweepConfig
 
 
 def _seen_while_running(executor, cfg: SweepConfig) -> list:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sweeper.config import SweepConfig
 from sweeper.executors.slot import WorkerSlot
+from sweeper.settings.config import SweepConfig
 from tests.executors.executor_faults import ok_check
 
 

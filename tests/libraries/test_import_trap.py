@@ -56,7 +56,7 @@ def test_without_the_fix_transformers_breaks():
     torchvision (and a transformers class that imports it) fails to import. A matching
     native build has no trap, so the test has nothing to show there."""
     out = _run("""
-        from sweeper.vision_compat import _extension
+        from sweeper.libraries.vision_compat import _extension
         import importlib.util, torch
         try:
             torch.ops.load_library(str(_extension(importlib.util.find_spec("torchvision"))))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from sweeper.errors import UnsupportedLibraryError
 from sweeper.libraries import registry
 from sweeper.libraries.base import Library, MissingDependencyError
 from sweeper.libraries.diffusers_lib import components
 from sweeper.libraries.formats import NotPytorchError, gguf_base
 from sweeper.records import ModelRef, ReasonKind, Status, kind_info
+from sweeper.settings.errors import UnsupportedLibraryError
 
 
 def _ref(model_id: str, library: str | None, **kw) -> ModelRef:
@@ -109,8 +109,8 @@ def test_the_zoo_lists_other_libraries_among_transformers_types():
 
 
 def test_repos_of_other_libraries_never_share_a_check():
-    from sweeper.config import SweepConfig
-    from sweeper.fingerprint import model_part
+    from sweeper.settings.config import SweepConfig
+    from sweeper.storage.fingerprint import model_part
 
     cfg = SweepConfig.of(device="cpu")
     a = _ref("apple/DFN2B-CLIP-ViT-L-14-39B", "open_clip", model_type="clip")

@@ -12,9 +12,9 @@ import importlib.util
 
 import pytest
 
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
+from sweeper.checks.checker import check_model
 from sweeper.records import ModelRef, Origin, Status
+from sweeper.settings.config import SweepConfig
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="the libraries extra is not installed")
 

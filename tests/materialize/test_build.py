@@ -7,12 +7,12 @@ import math
 import pytest
 import torch
 
-from sweeper.config import SweepConfig
-from sweeper.errors import ConfigError, InputSynthesisError, RemoteCodeError, UnsupportedLibraryError
-from sweeper.materialize import materialize
-from sweeper.materialize.build import TooLargeError
+from sweeper.checks.reference import scalar_loss
+from sweeper.libraries.transformers import materialize
+from sweeper.libraries.transformers.build import TooLargeError
 from sweeper.records import ModelRef
-from sweeper.reference import scalar_loss
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import ConfigError, InputSynthesisError, RemoteCodeError, UnsupportedLibraryError
 from sweeper.sources.zoo import zoo_ref
 
 CFG = SweepConfig()
@@ -104,7 +104,7 @@ def test_seeded_builds_are_reproducible():
 
 
 def test_hub_refs_start_from_the_hub_config(monkeypatch):
-    from sweeper.materialize import pretrained
+    from sweeper.libraries.transformers import pretrained
 
     hub_config = {**SMALL_BERT, "architectures": ["BertForMaskedLM"]}
     monkeypatch.setattr(pretrained, "fetch_config", lambda ref, cfg: hub_config)
@@ -113,7 +113,7 @@ def test_hub_refs_start_from_the_hub_config(monkeypatch):
 
 
 def test_offline_tiny_falls_back_to_the_type_default_and_says_so(monkeypatch):
-    from sweeper.materialize import pretrained
+    from sweeper.libraries.transformers import pretrained
 
     def unreachable(ref, cfg):
         raise pretrained.HubUnreachableError("offline")

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from sweeper.materialize.build import tiny_configs
-from sweeper.materialize.configs import config_to_dict, shrink_config_dict
-from sweeper.materialize.models import count_on_meta, transformers_class
+from sweeper.libraries.transformers.build import tiny_configs
+from sweeper.libraries.transformers.configs import config_to_dict, shrink_config_dict
+from sweeper.libraries.transformers.models import count_on_meta, transformers_class
 from sweeper.sources.zoo import zoo_ref
 
 FEW_MILLION = 20_000_000

@@ -4,10 +4,10 @@ it with ``dtype=torch.bfloat16`` too: the model's, not the harness's, and not a 
 
 from __future__ import annotations
 
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
-from sweeper.materialize import materialize
+from sweeper.checks.checker import check_model
+from sweeper.libraries.transformers import materialize
 from sweeper.records import ModelRef, Origin, Status
+from sweeper.settings.config import SweepConfig
 
 
 def _ref(model_type: str) -> ModelRef:

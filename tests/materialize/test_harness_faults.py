@@ -12,9 +12,9 @@ import math
 import pytest
 import torch
 
-from sweeper.config import SweepConfig
-from sweeper.materialize import materialize
+from sweeper.libraries.transformers import materialize
 from sweeper.records import ModelRef
+from sweeper.settings.config import SweepConfig
 
 CFG = SweepConfig()
 
@@ -57,7 +57,7 @@ def test_types_outside_the_task_mappings_get_their_own_class(model_type, tag, ar
 
 
 def test_sizes_a_default_config_leaves_unset_are_filled():
-    from sweeper.materialize.configs import shrink_config_dict
+    from sweeper.libraries.transformers.configs import shrink_config_dict
 
     text = shrink_config_dict({"hidden_size": 64, "vocab_size": None, "pad_token_id": None})
     assert text["vocab_size"] > 0 and text["pad_token_id"] == 0
@@ -121,7 +121,7 @@ def test_vision_and_audio_heads_get_the_layout_they_read(model_type, tag, why):
 
 
 def test_backbone_output_indices_keep_one_layer_each():
-    from sweeper.materialize.configs import shrink_config_dict
+    from sweeper.libraries.transformers.configs import shrink_config_dict
 
     out = shrink_config_dict({"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
                               "backbone_out_indices": [2, 5, 8, 11], "neck_hidden_sizes": [96, 192, 384, 768]})
@@ -144,7 +144,7 @@ class _Caching(torch.nn.Module):
 
 
 def test_probe_forwards_leave_no_cached_tensors_behind():
-    from sweeper.materialize.pristine import pristine
+    from sweeper.libraries.transformers.pristine import pristine
 
     module = _Caching()
     with pristine(module):

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from sweeper.config import SweepConfig
-from sweeper.materialize import materialize
-from sweeper.materialize.images import image_token
+from sweeper.libraries.transformers import materialize
+from sweeper.libraries.transformers.images import image_token
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.zoo import zoo_ref
 
 CFG = SweepConfig()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweeper.errors import InputSynthesisError
-from sweeper.materialize.inputs import make_inputs
+from sweeper.libraries.transformers.inputs import make_inputs
+from sweeper.settings.errors import InputSynthesisError
 
 
 class _Config:

@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
-from sweeper.config import SweepConfig
-from sweeper.materialize import materialize
-from sweeper.materialize.fitting import fit_widths
+from sweeper.libraries.transformers import materialize
+from sweeper.libraries.transformers.fitting import fit_widths
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.zoo import zoo_ref
 
 CFG = SweepConfig()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
-from sweeper.check import check_model
-from sweeper.config import SweepConfig
-from sweeper.materialize.build import build
+from sweeper.checks.checker import check_model
+from sweeper.libraries.transformers.build import build
 from sweeper.records import ENVIRONMENT_KINDS, ModelRef, ReasonKind
+from sweeper.settings.config import SweepConfig
 
 # 2 layers, 64 wide: a few hundred thousand parameters, but causal masks of 40,000² per layer.
 LONG_GPT_NEO = {

@@ -21,19 +21,19 @@ from huggingface_hub.errors import (
 )
 from transformers import AutoModelForMaskedLM, BertForMaskedLM
 
-from sweeper.classify import classify
-from sweeper.config import SweepConfig
-from sweeper.errors import ConfigError, RemoteCodeError
-from sweeper.materialize import sizes
-from sweeper.materialize.pretrained import (
+from sweeper.checks.classify import classify
+from sweeper.libraries.transformers import sizes
+from sweeper.libraries.transformers.pretrained import (
     HubUnreachableError,
     UnsafeWeightsError,
     _hub_errors,
     fetch_config,
     load_pretrained,
 )
-from sweeper.materialize.sizes import WeightsTooLargeError
+from sweeper.libraries.transformers.sizes import WeightsTooLargeError
 from sweeper.records import ENVIRONMENT_KINDS, ModelRef, ReasonKind
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import ConfigError, RemoteCodeError
 
 CFG = SweepConfig.of(weights="pretrained")
 TOKEN = "hf_grantedLoopbackToken42"

@@ -10,10 +10,10 @@ from hub_faults import RESET, Fault
 from hub_fixtures import add_huge_repo, save_tiny_bert, serve_hub
 from hub_server import HubServer
 
-from sweeper.config import SweepConfig
 from sweeper.records import ReasonKind, Status
 from sweeper.runner import run_sweep
-from sweeper.store import read_records
+from sweeper.settings.config import SweepConfig
+from sweeper.storage.store import read_records
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from report_factory import meta, reason, record, write_sweep
 from test_report_markdown import section
 
-from sweeper.errors import UsageError
 from sweeper.report.commands import diff_command
+from sweeper.settings.errors import UsageError
 
 OP = "unsupported_op"
 

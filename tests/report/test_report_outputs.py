@@ -12,8 +12,8 @@ import pytest
 from report_factory import meta, reason, record, write_sweep
 from test_report_markdown import sweep_records
 
-from sweeper.errors import UsageError
 from sweeper.report.commands import write_report
+from sweeper.settings.errors import UsageError
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"
 

@@ -14,11 +14,11 @@ from report_factory import reason, record, write_sweep
 from test_report_markdown import sweep_records
 
 from sweeper.cli import main
-from sweeper.errors import UsageError
 from sweeper.report.commands import write_report
 from sweeper.report.page import script_json
 from sweeper.report.publish import publish
 from sweeper.report.serve import make_server
+from sweeper.settings.errors import UsageError
 
 EVIL = "org/x</script><script>alert(1)</script><!--"
 

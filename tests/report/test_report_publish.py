@@ -11,8 +11,8 @@ from hub_fixtures import hub_server  # noqa: F401  (the loopback Hub fixture)
 from report_factory import record, write_sweep
 from test_report_markdown import sweep_records
 
-from sweeper.errors import UsageError
 from sweeper.report.publish import publish, records_dataset
+from sweeper.settings.errors import UsageError
 
 
 def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:

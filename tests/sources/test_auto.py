@@ -12,9 +12,9 @@ import pytest
 from hub_fixtures import closed_port, populate
 from hub_server import HubServer
 
-from sweeper.config import SweepConfig
-from sweeper.errors import UsageError
 from sweeper.records import ModelRef
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 from sweeper.sources import base, registry
 from sweeper.sources.base import get_source
 from sweeper.sources.snapshots import save_snapshot

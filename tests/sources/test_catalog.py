@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sweeper.config import SweepConfig
-from sweeper.errors import UsageError
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 from sweeper.sources.base import get_source
 from sweeper.sources.catalog import CatalogSource
 

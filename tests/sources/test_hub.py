@@ -9,9 +9,9 @@ import pytest
 from hub_fixtures import closed_port, populate
 from hub_server import HubServer
 
-from sweeper.config import SweepConfig
-from sweeper.errors import UsageError
-from sweeper.hub_access import redact
+from sweeper.hub.access import redact
+from sweeper.settings.config import SweepConfig
+from sweeper.settings.errors import UsageError
 from sweeper.sources.base import get_source
 from sweeper.sources.catalog import CatalogSource
 from sweeper.sources.hub import HubListingError, HubSource, listing_limit

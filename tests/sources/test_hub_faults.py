@@ -11,14 +11,14 @@ from hub_faults import RESET, Fault
 from hub_fixtures import populate
 from hub_server import HubServer
 
-from sweeper import hub_http
-from sweeper.config import SweepConfig
+from sweeper.hub import http as hub_http
 from sweeper.records import ModelRecord, ModelRef, Status, base_record
 from sweeper.runner import run_sweep
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.catalog import CatalogSource
 from sweeper.sources.hub import HubListingError, HubSource, _known_model_types
 from sweeper.sources.hub_listing import ListingJournal
-from sweeper.store import read_records
+from sweeper.storage.store import read_records
 
 # Short backoff so the tests run in a blink; the schedule's shape is what they check.
 FAST = {"hub_backoff_s": 0.02}

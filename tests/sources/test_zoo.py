@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from sweeper.config import SweepConfig
+from sweeper.settings.config import SweepConfig
 from sweeper.sources.base import get_source, select
 from sweeper.sources.zoo import POPULAR, ZooSource, is_own_checkpoint, zoo_heads, zoo_types
 
@@ -48,10 +48,10 @@ def test_a_default_config_id_works_wherever_an_id_is_used(tmp_path):
     (never asks the Hub), and it is no Hub link on the page or in the report."""
     import shlex
 
-    from sweeper.fingerprint import config_origin
-    from sweeper.repro import repro_command
+    from sweeper.checks.repro import repro_command
     from sweeper.report.escape import model_link
-    from sweeper.resolve import resolve_model
+    from sweeper.sources.resolve import resolve_model
+    from sweeper.storage.fingerprint import config_origin
 
     ref = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 60)}["segformer"]
     cfg = SweepConfig.of(source="zoo", device="cpu")

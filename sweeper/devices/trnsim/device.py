@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sweeper.devices.base import Device, Recording
-from sweeper.folder import SweepFolder
+from sweeper.storage.folder import SweepFolder
 
 
 class TrnsimDevice(Device):

@@ -7,8 +7,8 @@ from ``RuntimeError`` (so plain PyTorch code sees the kind of error a backend ra
 
 from __future__ import annotations
 
-from sweeper.errors import SweeperError, UsageError
 from sweeper.records import ReasonKind
+from sweeper.settings.errors import SweeperError, UsageError
 
 
 class TrnsimError(SweeperError, RuntimeError):

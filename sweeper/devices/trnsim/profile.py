@@ -26,7 +26,7 @@ FEATURES: tuple[str, ...] = ("dynamic_shapes", "sparse", "nested", "forward_ad",
 # override ``_has_compatible_shallow_copy_type``); a profile sets it false to model a
 # backend without that override.
 FEATURE_DEFAULTS: dict[str, bool] = {"keeps_parameter_identity": True}
-# Found relative to the package, like sweeper.config.REPO_CONFIGS.
+# Found relative to the package, like sweeper.settings.config.REPO_CONFIGS.
 DEFAULT_PROFILE = Path(__file__).resolve().parents[3] / "configs" / "devices" / "trnsim.toml"
 
 

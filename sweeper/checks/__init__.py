@@ -1,0 +1,1 @@
+"""What happens to a model on the device: ``checker`` runs the ``stages`` and returns a record; ``classify`` names a failure, ``control`` and ``origins`` say whose it is, ``numerics``/``reference``/``tolerances`` judge results against the CPU."""

@@ -1,0 +1,271 @@
+"""check_model: run one model's stages on one device and return its record; never raises.
+
+Each stage's exception is caught here, in one place, and classified once. A stage after a
+failed one is ``blocked`` — except after a *soft* failure (the model is wrong but still
+runs, e.g. untied weights) or with ``--collect-all``, where later stages still run when
+what they need exists, so one run finds every blocker of the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+from sweeper.checks import control, origins, stages
+from sweeper.checks.classify import classify
+from sweeper.checks.repro import repro_command
+from sweeper.checks.versions import versions
+from sweeper.devices.base import Device, Recording
+from sweeper.devices.spec import DeviceSpec
+from sweeper.records import (
+    ModelRecord,
+    ModelRef,
+    Reason,
+    Stage,
+    StageResult,
+    Status,
+    base_record,
+    kind_info,
+)
+from sweeper.settings.config import SweepConfig
+
+STAGE_FUNCS: dict[Stage, Callable[[stages.StageContext], None]] = {
+    Stage.LOAD: stages.load,
+    Stage.TO_DEVICE: stages.to_device,
+    Stage.FORWARD: stages.forward,
+    Stage.BACKWARD: stages.backward,
+    Stage.COMPILE: stages.compile_stage,
+}
+# What each stage needs to have passed (load is implied by the selection).
+NEEDS: dict[Stage, tuple[Stage, ...]] = {
+    Stage.LOAD: (),
+    Stage.TO_DEVICE: (Stage.LOAD,),
+    Stage.FORWARD: (Stage.LOAD, Stage.TO_DEVICE),
+    Stage.BACKWARD: (Stage.LOAD, Stage.TO_DEVICE, Stage.FORWARD),
+    Stage.COMPILE: (Stage.LOAD, Stage.TO_DEVICE),
+}
+
+class Checker:
+    """``check_model`` for one sweep, with its device set up once per process.
+
+    Made in planning from the settings and the ``DeviceSpec`` and shipped to each worker
+    as is (it pickles without its device); the worker calls ``setup()`` once, then
+    ``check(ref)`` per model and ``between_models()`` after each.
+    """
+
+    def __init__(self, cfg: SweepConfig, spec: DeviceSpec, *, on_stage: Callable[[str], None] | None = None) -> None:
+        # on_stage: told each stage's name as it starts (a module-level function, so the
+        # checker pickles: a worker's breadcrumbs.mark).
+        self.cfg, self.spec, self.on_stage = cfg, spec, on_stage
+        self.device: Device | None = None
+        self._failed: Exception | None = None
+
+    def __getstate__(self) -> dict:
+        return {"cfg": self.cfg, "spec": self.spec, "on_stage": self.on_stage}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["cfg"], state["spec"], on_stage=state["on_stage"])  # type: ignore[misc]
+
+    def setup(self) -> Checker:
+        """Build and set the device up (once; a failure is reported by each ``check``)."""
+        if self.device is None and self._failed is None:
+            try:
+                device = self.spec.build()
+                device.setup()
+                self.device = device
+            except Exception as exc:  # noqa: BLE001 - each model's record says the device did not start
+                self._failed = exc
+        return self
+
+    @classmethod
+    def for_settings(cls, cfg: SweepConfig, *, on_stage: Callable[[str], None] | None = None) -> Checker:
+        """A checker for ``cfg`` alone (``sweep one``, tests): resolves the device here."""
+        from sweeper.devices.spec import resolve_device
+
+        spec, _ = resolve_device(cfg, out_dir=str(cfg.out_dir))
+        return cls(cfg, spec, on_stage=on_stage)
+
+    def check(self, ref: ModelRef) -> ModelRecord:
+        """The record of ``ref`` on this checker's device (never raises)."""
+        self.setup()
+        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage)
+
+    def control(self, ref: ModelRef, stage: str) -> dict[str, Any]:
+        """The CPU control of a stage whose worker crashed, hung or ran out of memory: the
+        model built afresh and run up to ``stage`` on the CPU (called in a fresh worker,
+        under the same time and memory limits). What happened, as the record keeps it."""
+        from sweeper.devices.base import get_device
+
+        cfg = self.cfg.replace(device="cpu", compile_backend=control.CONTROL_BACKEND, stages=(stage,))
+        record = _check(ref, cfg, get_device("cpu"), failed=None, on_stage=self.on_stage)
+        return control.verdict_of(record, stage)
+
+    def between_models(self) -> None:
+        """Clear what one model may leave in the device (caches, counters)."""
+        if self.device is not None:
+            with contextlib.suppress(Exception):
+                self.device.reset_between_models()
+
+
+def check_model(ref: ModelRef, cfg: SweepConfig, *, on_stage: Callable[[str], None] | None = None) -> ModelRecord:
+    """``ref``'s record on ``cfg``'s device, built in this process; never raises.
+    ``on_stage`` is told each stage's name as it starts."""
+    try:
+        checker = Checker.for_settings(cfg, on_stage=on_stage)
+    except Exception as exc:  # noqa: BLE001 - a device that cannot be made is the record's error
+        return _check(ref, cfg, None, failed=exc, on_stage=on_stage)
+    return checker.check(ref)
+
+
+def _check(
+    ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
+    on_stage: Callable[[str], None] | None = None,
+) -> ModelRecord:
+    """Run the selected stages for ``ref`` on ``device``; ``failed``: the device could not
+    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts."""
+    started = time.perf_counter()
+    record = base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
+    record.repro = repro_command(ref, cfg)
+    try:
+        if failed is not None or device is None:
+            raise failed or RuntimeError("no device")
+        record.versions = versions(device)
+        _run_stages(ref, cfg, device, record, on_stage=on_stage)
+    except Exception as exc:  # set-up outside any stage: still one record
+        reason = classify(exc)
+        record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
+        record.settle()
+    record.seconds = time.perf_counter() - started
+    return record
+
+
+def selected_stages(names: Collection[str]) -> list[Stage]:
+    """The stages named, with the ones they need, in pipeline order (``--stages forward``
+    runs load and to_device first: a forward on the device needs the model there)."""
+    wanted = {Stage.LOAD} | {s for s in Stage if s.value in names}
+    for stage in list(wanted):
+        wanted.update(NEEDS[stage])
+    return [s for s in Stage if s in wanted]
+
+
+def _run_stages(
+    ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *, on_stage: Callable[[str], None] | None = None
+) -> None:
+    selected = selected_stages(cfg.check.stages)
+    runs = frozenset(s.value for s in selected)
+    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage)
+    passed: set[Stage] = set()
+    stop = False
+    device.reset_peak_memory()
+    for stage in selected:
+        if stop or not all(n in passed for n in NEEDS[stage]):
+            record.stages[stage.value] = StageResult(Status.BLOCKED)
+            continue
+        result, found, completed = _run_one(stage, ctx, device, record)
+        record.stages[stage.value] = result
+        for reason in found:
+            if reason not in record.blockers:
+                record.blockers.append(reason)
+        # A stage that ran to its end (blockers recorded on the way under --collect-all,
+        # or only a soft one) produced what later stages need.
+        if completed or (result.reason is not None and kind_info(result.reason.kind).soft):
+            passed.add(stage)
+        elif not cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
+            stop = True
+    _attribute(record, ctx, device)
+    _finish(record, ctx, device)
+
+
+def _run_one(
+    stage: Stage, ctx: stages.StageContext, device: Device, record: ModelRecord
+) -> tuple[StageResult, list[Reason], bool]:
+    """One stage: its result, every blocker found in it (each naming the stage), and
+    whether it ran to its end. A stage during which a blocker was recorded fails, even
+    when it ran to its end."""
+    _mark(ctx, stage)
+    started = time.perf_counter()
+    recording = Recording()
+    raised: Reason | None = None
+    try:
+        with device.recording() as recording:
+            STAGE_FUNCS[stage](ctx)
+    except Exception as exc:
+        raised = dataclasses.replace(classify(exc, stage=stage), stage=stage.value)
+    _merge_recording(record, recording)
+    found = [dataclasses.replace(r, stage=r.stage or stage.value) for r in recording.blockers]
+    if raised is not None:
+        found = [r for r in found if r != raised] + [raised]
+    seconds = time.perf_counter() - started
+    if not found:
+        return StageResult(Status.PASS, seconds), [], True
+    reason = found[0] if raised is None else raised
+    return StageResult(Status.FAIL, seconds, reason), found, raised is None
+
+
+def _merge_recording(record: ModelRecord, recording: Recording) -> None:
+    for op, count in recording.fallback_ops.items():
+        record.fallback_ops[op] = record.fallback_ops.get(op, 0) + int(count)
+    record.compile_problems.extend(p for p in recording.compile_problems if p not in record.compile_problems)
+
+
+def _attribute(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
+    """Host-side overruns are ours; a device failure the CPU control repeats is not the device's."""
+    upstream_fails = ctx.built is not None and "upstream_control" in ctx.built.notes
+    record.blockers = [origins.on_host(b, upstream_fails=upstream_fails) for b in record.blockers]
+    for name, result in record.stages.items():
+        if result.reason is not None:
+            record.stages[name] = dataclasses.replace(result, reason=origins.on_host(result.reason, upstream_fails=upstream_fails))
+    stage = control.needs_control(record, device.name)
+    if stage is None or ctx.built is None:
+        return
+    try:
+        record.control = control.run_control(ctx, stage)
+    except Exception as exc:  # noqa: BLE001 - a control that cannot run proves nothing
+        record.control = {"stage": stage.value, "status": Status.ERROR.value, "reason": classify(exc).to_dict()}
+        return
+    control.attribute(record, record.control, upstream_fails=upstream_fails or _beyond_one_graph(ctx, record.control),
+                      device_name=device.name)
+
+
+def _beyond_one_graph(ctx: stages.StageContext, verdict: dict) -> bool:
+    """Under ``--whole-graph``, a compile the CPU control cannot capture as one graph either
+    (data-dependent branching, guards on data-dependent sizes) is the model's code meeting
+    the mode the team chose: the model's, not our harness's."""
+    return bool(ctx.cfg.device.whole_graph and verdict.get("stage") == Stage.COMPILE.value
+                and verdict.get("status") == Status.FAIL.value)
+
+
+def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
+    built = ctx.built
+    if built is not None:
+        record.architecture = built.architecture
+        record.model_type = record.model_type or built.model_type
+        record.num_parameters = built.num_parameters
+        record.notes.update({k: v for k, v in built.notes.items() if isinstance(v, (str, int, float, bool))})
+    findings = ctx.findings
+    record.max_abs_diff = findings.get("max_abs_diff")
+    record.numerics = dict(findings.get("numerics") or {})
+    record.graph_breaks = int(findings.get("graph_breaks", 0))
+    record.graph_break_reasons = list(findings.get("graph_break_reasons", []))
+    for key in ("compile_backend", "params_with_grad", "retied_weights"):
+        if key in findings:
+            record.notes[key] = findings[key]
+    with contextlib.suppress(Exception):
+        record.peak_memory_bytes = device.peak_memory_bytes()
+    record.reason = record.blockers[0] if record.blockers else None
+    record.status = _model_status(record.reason)
+    record.settle()  # the outcome, decided once over every blocker
+
+
+def _model_status(reason: Reason | None) -> Status:
+    return Status.PASS if reason is None else kind_info(reason.kind).status
+
+
+def _mark(ctx: stages.StageContext, stage: Stage) -> None:
+    """Tell the context's listener which stage runs, so a crash record can name it."""
+    if ctx.on_stage is not None:
+        with contextlib.suppress(Exception):
+            ctx.on_stage(stage.value)
