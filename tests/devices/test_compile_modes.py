@@ -50,7 +50,7 @@ def _check(monkeypatch: pytest.MonkeyPatch, model: type = Selective, **cfg):
         return Built(model=model(), inputs={"x": torch.randn(3, 4)}, architecture="Selective",
                      model_type="selective", num_parameters=20)  # fmt: skip
 
-    monkeypatch.setattr(stages, "materialize", build)
+    monkeypatch.setattr(stages, "build_model", build)
     settings = {"device": "trnsim", "executor": "inline", **cfg}
     return check_model(ModelRef(model_id="test/selective", rank=1), SweepConfig.of(**settings))
 

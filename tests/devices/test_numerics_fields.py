@@ -64,7 +64,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, fn: Any) -> ModelRecord:
     CALLS["backward"] = 0
     torch.manual_seed(1)
     inputs = {"x": torch.randn(4, 8)}
-    monkeypatch.setattr(stages, "materialize", lambda ref, cfg: Built(model=Net(fn).eval(), inputs=dict(inputs),
+    monkeypatch.setattr(stages, "build_model", lambda ref, cfg: Built(model=Net(fn).eval(), inputs=dict(inputs),
                                                                         architecture="Net", model_type="net",
                                                                         num_parameters=144))  # fmt: skip
     return check_model(ModelRef(model_id="test/net", rank=1), SweepConfig.of(device="trnsim", stages=("backward",)))

@@ -82,7 +82,7 @@ def _check(monkeypatch: pytest.MonkeyPatch, fault: str, *, upstream_fails: bool 
         return Built(model=Tiny(fault, rebuilt=len(builds) > 1), inputs={"x": torch.randn(2, 4)}, architecture="Tiny", model_type="tiny",
                      num_parameters=20, notes=notes)  # fmt: skip
 
-    monkeypatch.setattr(stages, "materialize", build)
+    monkeypatch.setattr(stages, "build_model", build)
     settings = {"device": "trnsim", "executor": "inline", "stages": ("load", "to_device", "forward", "backward"), **cfg}
     return check_model(ModelRef(model_id=f"test/{fault}", rank=1), SweepConfig.of(**settings))
 
@@ -174,7 +174,7 @@ def test_the_control_of_a_worker_overrun_reruns_the_stage_on_the_cpu(trnsim, mon
         return Built(model=Tiny(ref.model_id.split("/")[1], rebuilt=True), inputs={"x": torch.randn(2, 4)}, architecture="Tiny",
                      model_type="tiny", num_parameters=20)  # fmt: skip
 
-    monkeypatch.setattr(stages, "materialize", build)
+    monkeypatch.setattr(stages, "build_model", build)
     checker = Checker.for_settings(SweepConfig.of(device="trnsim", executor="inline"))
     passed = checker.control(ModelRef(model_id="test/none", rank=1), "backward")
     assert passed["status"] == "pass" and passed["stage"] == "backward" and seen == ["cpu"]

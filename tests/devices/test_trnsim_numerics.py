@@ -68,7 +68,7 @@ def run(monkeypatch: pytest.MonkeyPatch, after: Any, **cfg: Any) -> Any:
         return Built(model=Net(after).eval(), inputs=dict(inputs), architecture="Net", model_type="net",
                      num_parameters=72)
 
-    monkeypatch.setattr(stages, "materialize", built)
+    monkeypatch.setattr(stages, "build_model", built)
     ref = ModelRef(model_id="test/net", rank=1)
     return check_model(ref, SweepConfig.of(device="trnsim", stages=STAGES, **cfg))
 
