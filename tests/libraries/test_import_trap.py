@@ -30,7 +30,7 @@ def test_transformers_timm_and_open_clip_import_side_by_side():
         from transformers import BertModel
         import timm, open_clip, torch
         from transformers.models.sam3 import modeling_sam3  # imports torchvision itself
-        from sweeper import vision_compat
+        from sweeper.libraries import vision_compat
         assert modeling_sam3.torchvision is not None
         model = timm.create_model("resnet18", pretrained=False, num_classes=3)
         print(vision_compat.state, tuple(model(torch.randn(2, 3, 32, 32)).shape))

@@ -33,7 +33,7 @@ def test_canonical_checkpoint_ids_come_from_the_installed_docs():
 def test_a_checkpoint_of_another_model_type_is_never_a_zoo_entrys_name():
     """``make sweep`` printed ``ByteDance-Seed/Seed-OSS-36B-Instruct (SegformerForImageClassification)``:
     the config docstring named another model's checkpoint. Such an entry gets a neutral id."""
-    refs = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 60)}
+    refs = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 100)}
     assert refs["segformer"].model_id == "segformer (default config)"
     assert refs["qwen2_5_vl"].model_id == "qwen2_5_vl (default config)"  # Qwen2-VL is another type
     assert refs["xlm-roberta"].model_id == "xlm-roberta (default config)"  # xlm-mlm is XLM's
@@ -53,7 +53,7 @@ def test_a_default_config_id_works_wherever_an_id_is_used(tmp_path):
     from sweeper.sources.resolve import resolve_model
     from sweeper.storage.fingerprint import config_origin
 
-    ref = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 60)}["segformer"]
+    ref = {r.model_type: r for r in itertools.islice(ZooSource(None).refs(), 100)}["segformer"]
     cfg = SweepConfig.of(source="zoo", device="cpu")
     command = shlex.split(repro_command(ref, cfg))
     assert command[-1] == "segformer (default config)"
