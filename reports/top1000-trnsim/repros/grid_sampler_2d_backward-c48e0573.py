@@ -1,8 +1,8 @@
-"""Torch-MLIR fails to lower aten::index.Tensor to StableHLO.
+"""Torch-MLIR fails to lower aten::grid_sampler_2d_backward to StableHLO.
 
-Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu.
+Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python index.Tensor-02cf5d7e.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python grid_sampler_2d_backward-c48e0573.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -11,9 +11,9 @@ import sys
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-OP = torch.ops.aten.index.Tensor
+OP = torch.ops.aten.grid_sampler_2d_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 1, 16), torch.float32), ((2, 1, 16), torch.bool)]
+INPUTS = [((8, 32, 900, 4), torch.float32), ((8, 32, 4, 4), torch.float32), ((8, 900, 4, 2), torch.float32)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], [P[1]])
+    args = (P[0], P[1], P[2], 0, 0, False, [True, True])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))
