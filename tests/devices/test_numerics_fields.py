@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from trnsim_helpers import DeviceSkewedGrad
 
 from sweeper.checks import stages
 from sweeper.checks.checker import check_model
@@ -34,18 +35,6 @@ class JitteryGrad(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         CALLS["backward"] += 1
         return grad * (1 + 0.05 * CALLS["backward"])
-
-
-class DeviceSkewedGrad(torch.autograd.Function):
-    """Identity whose backward is off by 50% on the device only."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        return grad * 1.5 if grad.device.type == "trnsim" else grad
 
 
 class Net(torch.nn.Module):

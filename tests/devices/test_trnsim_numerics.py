@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from trnsim_helpers import DeviceSkewedGrad
 
 from sweeper.checks import stages
 from sweeper.checks.checker import check_model
@@ -33,18 +34,6 @@ class Net(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.after(self.proj(x))
-
-
-class DeviceSkewedGrad(torch.autograd.Function):
-    """Identity whose backward is off by 50% on the device: a wrong backward kernel."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        return grad * 1.5 if grad.device.type == "trnsim" else grad
 
 
 def sampled_patches(h: torch.Tensor) -> torch.Tensor:

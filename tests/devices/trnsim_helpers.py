@@ -10,6 +10,18 @@ from typing import Any
 import torch
 
 
+class DeviceSkewedGrad(torch.autograd.Function):
+    """Identity whose backward is off by 50% on the device: a wrong backward kernel."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 1.5 if grad.device.type == "trnsim" else grad
+
+
 def run_compiled(fn: Callable[..., torch.Tensor], *args: Any, backward: bool = True, whole_graph: bool = False) -> torch.Tensor:
     """Compile ``fn`` for trnsim, run it (and its backward when it needs grad). With
     ``whole_graph``, as ``--whole-graph``: one graph, data-dependent ops captured into it."""

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 from report_factory import meta, reason, record, write_sweep
+
 from sweeper.records import Origin, Reason, ReasonKind, StageResult, Status
 from sweeper.report.commands import write_report
 
