@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.max_pool2d_with_indices_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 64, 56, 56), torch.bfloat16), ((2, 64, 112, 112), torch.bfloat16), ((2, 64, 56, 56), torch.int64)]
+INPUTS = [((2, 64, 16, 16), torch.bfloat16), ((2, 64, 32, 32), torch.bfloat16), ((2, 64, 16, 16), torch.int64)]
 
 
 def build() -> torch.fx.GraphModule:

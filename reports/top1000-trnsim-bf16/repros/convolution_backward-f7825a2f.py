@@ -1,8 +1,8 @@
-"""Torch-MLIR fails to lower aten::index.Tensor to StableHLO.
+"""Torch-MLIR fails to lower aten::convolution_backward to StableHLO.
 
-Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu.
+Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python index.Tensor-4c09ef78.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python convolution_backward-f7825a2f.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -11,9 +11,9 @@ import sys
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-OP = torch.ops.aten.index.Tensor
+OP = torch.ops.aten.convolution_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 1, 16), torch.bfloat16), ((2, 1, 16), torch.bool)]
+INPUTS = [((2, 576, 2, 2), torch.bfloat16), ((2, 576, 2, 2), torch.bfloat16), ((576, 1, 3, 3), torch.bfloat16)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], [P[1]])
+    args = (P[0], P[1], P[2], [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 576, [True, True, False])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))

@@ -1,8 +1,8 @@
-"""Torch-MLIR fails to lower aten::avg_pool2d_backward to StableHLO.
+"""Torch-MLIR fails to lower aten::convolution_backward to StableHLO.
 
 Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python avg_pool2d_backward.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python convolution_backward-6f520e98.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -11,9 +11,9 @@ import sys
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-OP = torch.ops.aten.avg_pool2d_backward.default
+OP = torch.ops.aten.convolution_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 2560, 1, 1), torch.bfloat16), ((2, 2560, 7, 7), torch.bfloat16)]
+INPUTS = [((32, 512, 1, 1, 1), torch.bfloat16), ((32, 3, 2, 14, 14), torch.bfloat16), ((512, 3, 2, 14, 14), torch.bfloat16)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [2560, 2560], [2560, 2560], [0, 0], True, True, None)
+    args = (P[0], P[1], P[2], [0], [2, 14, 14], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1, [False, True, False])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))
