@@ -19,7 +19,9 @@ from sweeper.report.escape import one_line
 from sweeper.report.load import CATEGORIES, SweepData
 from sweeper.report.meta import device_name, identity_rows
 
-STAGE_CODES = {"pass": "p", "fail": "f", "blocked": "b", "skip": "s"}  # anything else: "-"
+# One letter per stage status on the page; crash, timeout and oom apart from fail, as in the
+# report's stage table. Anything else (a stage never recorded): "-".
+STAGE_CODES = {"pass": "p", "fail": "f", "crash": "c", "timeout": "t", "oom": "o", "blocked": "b", "skip": "s"}
 ID_MARK = "\x00"  # stands for the model id inside a stored repro command
 ORIGINS = tuple(o.value for o in Origin)
 

@@ -98,3 +98,15 @@ def test_a_bad_compare_folder_leaves_the_destination_untouched(tmp_path: Path) -
     assert not (tmp_path / "site").exists()
     with pytest.raises(UsageError, match="another sweep"):
         publish(out, str(tmp_path / "site"), compare=out)
+
+
+def test_crash_timeout_and_oom_stages_have_their_own_marks(tmp_path: Path) -> None:
+    died = {"crash": reason("crash", None, "worker died of SIGSEGV"), "timeout": reason("timeout"),
+            "oom": reason("oom", None, "worker exceeded --memory-limit-mb")}
+    records = []
+    for rank, (how, why) in enumerate(died.items(), start=1):
+        status = "crash" if how == "oom" else how
+        records.append(record(f"org/{how}", rank, 10, status, blockers=[why], notes={"stage": "backward"}))
+    data = data_of(page_of(tmp_path, records))
+    marks = dict(zip(data["rows"]["id"], data["rows"]["stages"]))
+    assert marks == {"org/crash": "pppcb", "org/timeout": "ppptb", "org/oom": "pppob"}

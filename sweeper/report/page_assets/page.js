@@ -8,8 +8,8 @@
   const S = D.strings, R = D.rows, N = R.id.length, ROW_H = 28, ID_MARK = "\u0000";
   const BLK = 5;  // a blocker is (kind, op, message, origin, stage), flattened
   const HUB_ID = /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/;
-  const MARK = { p: "✓", f: "✗", b: "⊘", s: "↷", "-": "—" };  // in common fonts, unlike emoji
-  const MARK_WORD = { p: "pass", f: "fail", b: "blocked", s: "skip", "-": "not recorded" };
+  const MARK = { p: "✓", f: "✗", c: "↯", t: "⧖", o: "M", b: "⊘", s: "↷", "-": "—" };  // in common fonts, unlike emoji
+  const MARK_WORD = { p: "pass", f: "fail", c: "crash", t: "timeout", o: "out of memory", b: "blocked", s: "skip", "-": "not recorded" };
   const $ = (id) => document.getElementById(id);
   const times = (window.__pageTimes = { started, parsed: performance.now() });
 
@@ -86,7 +86,7 @@
     { name: "model_type", w: "minmax(70px, 0.6fr)", text: (i) => S[R.model_type[i]], key: (i) => S[R.model_type[i]], str: true },
   ];
   D.stages.forEach((st, k) => cols.push({ name: st, w: "minmax(74px, 0.3fr)", cls: "mark", mark: k,
-    text: (i) => MARK[R.stages[i][k] || "-"], key: (i) => "pfbs-".indexOf(R.stages[i][k] || "-"), title: st }));
+    text: (i) => MARK[R.stages[i][k] || "-"], key: (i) => "pfctobs-".indexOf(R.stages[i][k] || "-"), title: st }));
   cols.push({ name: "status", w: "70px", text: (i) => S[R.status[i]], key: (i) => S[R.status[i]], str: true, st: true });
   if (R.change) cols.push({ name: "change", w: "84px", text: (i) => S[R.change[i]], key: (i) => S[R.change[i]], str: true, ch: true });
   cols.push({ name: "origin", w: "108px", text: (i) => S[R.origin[i]], key: (i) => S[R.origin[i]], str: true });
@@ -108,7 +108,7 @@
   options($("f-status"), choices(R.status));
   options($("f-origin"), choices(R.origin));
   if (R.change) options($("f-change"), choices(R.change));
-  D.stages.forEach((st, k) => { for (const c of "fbps") options($("f-stage"), [[k + ":" + c, st + ": " + MARK_WORD[c]]]); });
+  D.stages.forEach((st, k) => { for (const c of "fctobps") options($("f-stage"), [[k + ":" + c, st + ": " + MARK_WORD[c]]]); });
 
   let view = [];
   function matches(i) {
