@@ -163,6 +163,17 @@ def test_sequence_classification_of_a_batch_gets_a_pad_token():
     assert built.model(**built.inputs).loss is not None
 
 
+def test_a_t5_head_that_shifts_labels_right_builds_from_the_default_config():
+    """T5's default config lacks decoder_start_token_id, which its released checkpoints set to
+    the pad token and T5ForQuestionAnswering reads: built offline it was a model_error."""
+    import dataclasses
+
+    built = materialize(dataclasses.replace(zoo_ref("t5", 1), architecture="T5ForQuestionAnswering"), CFG)
+    assert built.model.config.decoder_start_token_id == built.model.config.pad_token_id
+    assert "probe" not in built.notes and "decoder_start_token_id" in built.notes["config_filled"]
+    assert built.model(**built.inputs).start_logits is not None
+
+
 def test_probe_falls_back_to_a_gentler_shrink_or_layout_that_runs():
     # Speech2Text transposes its features itself: the channels-first guess from its
     # Conv1d front end does not run, the other layout does.

@@ -87,10 +87,26 @@ def base_config(ref: ModelRef, cfg: Any, notes: dict[str, Any] | None = None) ->
         raise ConfigError(f"model type {model_type!r} is unknown to the installed transformers")
     try:
         if not data:
-            return AutoConfig.for_model(model_type)
+            return _as_released(AutoConfig.for_model(model_type), notes)
         return CONFIG_MAPPING[model_type].from_dict({k: v for k, v in data.items() if k != "model_type"})
     except Exception as exc:  # noqa: BLE001 - any failure here is the config's
         raise ConfigError(f"config for {model_type!r} does not build: {type(exc).__name__}: {exc}") from exc
+
+
+def _as_released(config: Any, notes: dict[str, Any] | None) -> Any:
+    """A type's default config with the fields its released checkpoints always carry.
+
+    T5-style encoder-decoders read ``config.decoder_start_token_id`` to shift labels right,
+    but their default config no longer defines it (it moved to the generation config), so a
+    default-config build fails where every released checkpoint (``decoder_start_token_id``
+    = the pad token) runs: our input, not the model's failure.
+    """
+    pad = getattr(config, "pad_token_id", None)
+    if getattr(config, "is_encoder_decoder", False) and not hasattr(config, "decoder_start_token_id") and isinstance(pad, int):
+        config.decoder_start_token_id = pad
+        if notes is not None:
+            notes["config_filled"] = "decoder_start_token_id = pad_token_id (as released checkpoints set it)"
+    return config
 
 
 def tiny_configs(config: Any, cls: type, cap: int, *, cfg: Any = None) -> Iterator[tuple[str, Any]]:
