@@ -163,6 +163,21 @@ def _wrap_number(n: bool | int | float | complex, args: list[Any]) -> Tensor:
     return torch.tensor(n, dtype=dtype)
 
 
+_NO_RETRY = object()
+
+
+def _with_numbers(call: Callable[..., Any], cargs: list[Any], kwargs: dict[str, Any], tensor_slots: frozenset[int]) -> Any:
+    """The call again with Python numbers in Tensor slots wrapped (``x % 3``, ``x & 1``), or
+    ``_NO_RETRY`` when there are none. Rare: only after the plain call failed, so the hot
+    path pays nothing for it."""
+    numbers = [i for i, a in enumerate(cargs) if i in tensor_slots and isinstance(a, _NUMBER)]
+    if not numbers:
+        return _NO_RETRY
+    for i in numbers:
+        cargs[i] = _wrap_number(cargs[i], cargs)
+    return call(*cargs, **kwargs)
+
+
 def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     """The PrivateUse1 kernel for one aten overload."""
     schema = op._schema
@@ -177,6 +192,7 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     metadata_only = torch.Tag.inplace_view in op.tags or \
         any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
     mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    inplace = _writes_self_only(schema)
     policy_get = POLICY.get
     recs = state.STATE.recordings
     # The C++ entry point, without OpOverload.__call__'s Python frame. (Not a redispatch to
@@ -200,6 +216,8 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
             if isinstance(out, Tensor) and out.dtype not in ALLOWED_DTYPES:
                 refuse_dtype(name, out.dtype)  # the input's dtype, or a view.dtype target
             return out
+        if inplace:
+            return _inplace(call, name, args, kwargs, tensor_slots)
         keep: dict[int, Tensor] | None = {} if mutates else None
         cargs = []
         for a in args:
@@ -212,17 +230,46 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
         try:
             out = call(*cargs, **kwargs)
         except RuntimeError:
-            # Rare (x % 3, x & 1): retried here so the hot path pays nothing for it.
-            numbers = [i for i, a in enumerate(cargs) if i in tensor_slots and isinstance(a, _NUMBER)]
-            if not numbers:
+            out = _with_numbers(call, cargs, kwargs, tensor_slots)
+            if out is _NO_RETRY:
                 raise
-            for i in numbers:
-                cargs[i] = _wrap_number(cargs[i], cargs)
-            out = call(*cargs, **kwargs)
         return _rewrap(out, name, keep)
 
     kernel.__name__ = f"trnsim_{name.replace('::', '_').replace('.', '_')}"
     return kernel
+
+
+def _writes_self_only(schema: Any) -> bool:
+    """Whether an op writes its first argument alone, a Tensor, and returns it (``add_``,
+    ``mul_``, ``fill_``...): the in-place path then needs no table of every argument."""
+    args, rets = schema.arguments, schema.returns
+    writes = [i for i, a in enumerate(args) if a.alias_info is not None and a.alias_info.is_write]
+    if writes != [0] or args[0].kwarg_only or not isinstance(args[0].type, torch._C.TensorType):
+        return False
+    return len(rets) == 1 and rets[0].alias_info is not None and rets[0].alias_info.is_write and \
+        rets[0].alias_info.before_set == args[0].alias_info.before_set
+
+
+def _inplace(call: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+             tensor_slots: frozenset[int]) -> Any:
+    """Run an op that writes ``args[0]`` alone on host views; the result is ``args[0]``."""
+    self_t = args[0]
+    cargs = [_unwrap(a, name, None) for a in args]
+    if kwargs:
+        kwargs = {k: _unwrap(v, name, None) for k, v in kwargs.items()}
+    host = cargs[0]
+    try:
+        out = call(*cargs, **kwargs)
+    except RuntimeError:
+        out = _with_numbers(call, cargs, kwargs, tensor_slots)
+        if out is _NO_RETRY:
+            raise
+    if out is not host or self_t.is_cpu:
+        # Not the usual in-place return: map it back the general way.
+        return _rewrap(out, name, None if self_t.is_cpu else {id(host): self_t})
+    if host.data_ptr() != self_t.data_ptr() or host.shape != self_t.shape:
+        storage.repoint(self_t, host)  # the host resized it: follow
+    return self_t
 
 
 def _check_kwargs(name: str, kwargs: dict[str, Any], has_dtype: bool, factory: bool) -> None:
