@@ -27,17 +27,41 @@ class SentenceTransformers(Library):
         """The encoder (base class of its model type) + Pooling(mean) + Normalize."""
         self.require()
         from sweeper.libraries.transformers.build import build
-        from sweeper.libraries.transformers.heads import heads_of
 
-        base = heads_of(ref.model_type or "").get("")
-        encoder_ref = dataclasses.replace(ref, library_name="transformers", architecture=ref.architecture or (base[0] if base else None))
+        encoder_ref = dataclasses.replace(ref, library_name="transformers",
+                                          architecture=ref.architecture or encoder_class(ref.model_type or ""))
         encoder = build(encoder_ref, cfg)
-        model = SentenceModel(encoder.model)
+        stack = encoder_of(encoder.model)
+        model = SentenceModel(stack)
+        encoder_name = encoder.architecture if stack is encoder.model else f"{encoder.architecture}.encoder"
         inputs = {k: v for k, v in encoder.inputs.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         notes = dict(encoder.notes, modules="encoder+Pooling(mean)+Normalize", modules_source="default (modules.json not known offline)")
-        return Built(model=model, inputs=inputs, architecture=f"SentenceTransformer({encoder.architecture})",
+        return Built(model=model, inputs=inputs, architecture=f"SentenceTransformer({encoder_name})",
                      model_type=encoder.model_type, num_parameters=count_parameters(model), config=encoder.config,
                      has_labels=True, notes=notes)
+
+
+def encoder_class(model_type: str) -> str | None:
+    """The class sentence-transformers runs for a model type: the encoder-only class of an
+    encoder-decoder (``T5EncoderModel`` for t5: a sentence model never runs the decoder),
+    else the type's base model (``AutoModel``)."""
+    from sweeper.libraries.transformers.heads import heads_of
+
+    heads = heads_of(model_type)
+    found = heads.get("TEXT_ENCODING") or heads.get("")
+    return found[0] if found else None
+
+
+def encoder_of(model: Any) -> Any:
+    """The module the sentence model runs: ``model`` itself, or the encoder stack of an
+    encoder-decoder built whole (a type without an encoder-only class, or an explicit
+    architecture), as sentence-transformers loads such models encoder-only."""
+    config = getattr(model, "config", None)
+    if getattr(config, "is_encoder_decoder", False) and callable(getattr(model, "get_encoder", None)):
+        encoder = model.get_encoder()
+        if encoder is not None and encoder is not model:
+            return encoder
+    return model
 
 
 def _modules(hidden: int) -> tuple[Any, Any]:
