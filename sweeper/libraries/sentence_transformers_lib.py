@@ -1,9 +1,11 @@
 """sentence-transformers as it runs: a transformers encoder, then Pooling (then Normalize).
 
-Offline the repo's ``modules.json`` is not known: mean pooling and a normalisation, the
-layout of most of the Hub's sentence models, and the record's notes say so. The loss pulls
-the batch's cosine-similarity matrix towards the identity (a contrastive objective): the
-mean of normalised embeddings is ~1e-7 and its gradient compares nothing.
+The encoder is what the library loads: the type's base model, or the encoder stack alone of
+an encoder-decoder (T5). Pooling and normalisation come from the repo's own
+``modules.json`` online, else a name table of well-known families, else mean pooling with a
+normalisation (``sentence_layout``); the record's notes say which (``pooling_source``).
+The loss pulls the batch's similarity matrix towards the identity (a contrastive
+objective): the mean of normalised embeddings is ~1e-7 and its gradient compares nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from sweeper.libraries.base import Library, count_parameters
 from sweeper.libraries.built import Built
+from sweeper.libraries.sentence_layout import SentenceLayout, layout_of
 from sweeper.records import ModelRef
 
 
@@ -24,18 +27,21 @@ class SentenceTransformers(Library):
     packages = ("sentence_transformers", "transformers")
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
-        """The encoder (base class of its model type) + Pooling(mean) + Normalize."""
+        """The encoder (see ``encoder_class``) + the repo's Pooling (+ Normalize)."""
         self.require()
         from sweeper.libraries.transformers.build import build
 
         encoder_ref = dataclasses.replace(ref, library_name="transformers",
                                           architecture=ref.architecture or encoder_class(ref.model_type or ""))
         encoder = build(encoder_ref, cfg)
+        layout = layout_of(ref, cfg, online=encoder.notes.get("config_source") == "hub")
         stack = encoder_of(encoder.model)
-        model = SentenceModel(stack)
+        model = SentenceModel(stack, layout)
         encoder_name = encoder.architecture if stack is encoder.model else f"{encoder.architecture}.encoder"
         inputs = {k: v for k, v in encoder.inputs.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-        notes = dict(encoder.notes, modules="encoder+Pooling(mean)+Normalize", modules_source="default (modules.json not known offline)")
+        notes = dict(encoder.notes, modules=layout.describe(), pooling_source=layout.source)
+        if layout.unbuilt:
+            notes["modules_unbuilt"] = ",".join(layout.unbuilt)
         return Built(model=model, inputs=inputs, architecture=f"SentenceTransformer({encoder_name})",
                      model_type=encoder.model_type, num_parameters=count_parameters(model), config=encoder.config,
                      has_labels=True, notes=notes)
@@ -64,13 +70,17 @@ def encoder_of(model: Any) -> Any:
     return model
 
 
-def _modules(hidden: int) -> tuple[Any, Any]:
+def _modules(hidden: int, layout: SentenceLayout) -> tuple[Any, Any]:
+    import torch
+
     try:
         from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
     except ImportError:  # sentence-transformers before 6
         from sentence_transformers.models import Normalize, Pooling
 
-    return Pooling(hidden, pooling_mode="mean"), Normalize()
+    mode = layout.pooling[0] if len(layout.pooling) == 1 else layout.pooling
+    pooling = Pooling(hidden, pooling_mode=mode, include_prompt=layout.include_prompt)
+    return pooling, Normalize() if layout.normalize else torch.nn.Identity()
 
 
 def _make_class() -> type:
@@ -80,11 +90,11 @@ def _make_class() -> type:
     class _SentenceModel(torch.nn.Module):
         """encoder -> Pooling -> Normalize, with a contrastive loss over the batch."""
 
-        def __init__(self, encoder: Any) -> None:
+        def __init__(self, encoder: Any, layout: SentenceLayout) -> None:
             super().__init__()
             self.encoder = encoder
             hidden = encoder.config.hidden_size if hasattr(encoder.config, "hidden_size") else encoder.config.d_model
-            self.pooling, self.normalize = _modules(hidden)
+            self.pooling, self.normalize = _modules(hidden, layout)
             self.config = encoder.config
 
         def forward(self, **inputs: Any) -> Any:
@@ -102,6 +112,6 @@ def _make_class() -> type:
     return _SentenceModel
 
 
-def SentenceModel(encoder: Any) -> Any:  # noqa: N802 - a factory that reads like the class (torch imported lazily)
-    """The sentence model around ``encoder`` (see ``_make_class``)."""
-    return _make_class()(encoder).train(encoder.training)
+def SentenceModel(encoder: Any, layout: SentenceLayout | None = None) -> Any:  # noqa: N802 - a factory that reads like the class (torch imported lazily)
+    """The sentence model around ``encoder`` laid out as ``layout`` (see ``_make_class``)."""
+    return _make_class()(encoder, layout or SentenceLayout()).train(encoder.training)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+from pathlib import Path
 
 import pytest
+from hub_fixtures import serve_hub
 
+from sweeper.libraries.sentence_layout import from_name, pooling_modes
 from sweeper.records import ModelRef
 from sweeper.settings.config import SweepConfig
 
@@ -43,3 +47,86 @@ def test_an_encoder_decoder_built_whole_runs_its_encoder_stack(monkeypatch):
     assert built.architecture == "SentenceTransformer(BartModel.encoder)"
     assert not any("decoder" in name for name, _ in built.model.named_parameters())
     _embeds(built)
+
+
+def _tokens_and_embedding(built):
+    """The encoder's token states and the sentence embedding, for the same inputs."""
+    import torch
+
+    with torch.no_grad():
+        tokens = built.model.encoder(**built.inputs)[0]
+        emb = built.model(**built.inputs)["sentence_embedding"]
+    return tokens, emb
+
+
+def test_offline_a_known_family_pools_as_its_card_says(monkeypatch):
+    import torch
+
+    from sweeper.libraries import build
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    built = build(_st_ref("BAAI/bge-small-en-v1.5", "bert"), SweepConfig.of(device="cpu"))
+    assert built.notes["modules"] == "encoder+Pooling(cls)+Normalize"
+    assert built.notes["pooling_source"] == "name table"
+    tokens, emb = _tokens_and_embedding(built)
+    torch.testing.assert_close(emb, torch.nn.functional.normalize(tokens[:, 0], dim=-1))
+
+
+def test_offline_an_unknown_model_pools_by_the_default(monkeypatch):
+    from sweeper.libraries import build
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    built = build(_st_ref("org/some-sentence-model", "bert"), SweepConfig.of(device="cpu"))
+    assert built.notes["modules"] == "encoder+Pooling(mean)+Normalize"
+    assert built.notes["pooling_source"] == "default"
+
+
+def test_the_name_table_keeps_rerankers_and_llm_embedders_out():
+    assert from_name("BAAI/bge-reranker-base") is None
+    assert from_name("intfloat/e5-mistral-7b-instruct") is None
+    assert from_name("sentence-transformers/multi-qa-mpnet-base-dot-v1").pooling == ("cls",)
+    assert from_name("sentence-transformers/paraphrase-MiniLM-L6-v2").normalize is False
+
+
+def test_pooling_modes_read_both_config_spellings():
+    assert pooling_modes({"pooling_mode": "lasttoken"}) == ("lasttoken",)
+    assert pooling_modes({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}) == ("cls",)
+    assert pooling_modes({"pooling_mode": ["mean", "max"]}) == ("mean", "max")
+    with pytest.raises(ValueError, match="unknown pooling"):
+        pooling_modes({"pooling_mode": "median"})
+
+
+def _bert_repo_files(tmp: Path) -> dict[str, bytes]:
+    from hub_fixtures import save_tiny_bert
+
+    folder = save_tiny_bert(tmp / "bert")
+    return {"config.json": (folder / "config.json").read_bytes()}
+
+
+def test_online_the_repos_own_modules_json_decides(monkeypatch, tmp_path):
+    import torch
+
+    from sweeper.libraries import build
+
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+    ]
+    # A legacy pooling config: max pooling, and no Normalize module (unlike the default).
+    pooling = {"word_embedding_dimension": 16, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+               "pooling_mode_max_tokens": True}
+    files = {**_bert_repo_files(tmp_path), "modules.json": json.dumps(modules).encode(),
+             "1_Pooling/config.json": json.dumps(pooling).encode()}
+    with serve_hub(monkeypatch, tmp_path) as server:
+        server.add_repo("BAAI/bge-small-en-v1.5", files)  # a name-table family: the repo wins
+        server.add_repo("org/no-modules", _bert_repo_files(tmp_path / "other"))
+        built = build(_st_ref("BAAI/bge-small-en-v1.5", "bert"), SweepConfig.of(device="cpu"))
+        bare = build(_st_ref("org/no-modules", "bert"), SweepConfig.of(device="cpu"))
+    assert built.notes["config_source"] == "hub"
+    assert built.notes["modules"] == "encoder+Pooling(max)"
+    assert built.notes["pooling_source"] == "repo"
+    assert built.notes["modules_unbuilt"] == "Dense"
+    tokens, emb = _tokens_and_embedding(built)
+    torch.testing.assert_close(emb, tokens.max(dim=1).values)
+    assert bare.notes["pooling_source"] == "default (no modules.json in the repo)"
