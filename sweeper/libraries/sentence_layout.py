@@ -26,19 +26,32 @@ _LEGACY_MODES = {
 
 
 @dataclass(frozen=True)
+class DenseSpec:
+    """A Dense module after pooling: its output width, bias and activation (a torch.nn class)."""
+
+    out_features: int
+    bias: bool = True
+    activation: str = "Tanh"
+
+
+@dataclass(frozen=True)
 class SentenceLayout:
-    """Pooling mode(s) and whether a Normalize module follows; where that was learned."""
+    """Pooling mode(s), the Dense modules and whether a Normalize module follows them;
+    where that was learned."""
 
     pooling: tuple[str, ...] = ("mean",)
     normalize: bool = True
     source: str = "default"
     include_prompt: bool = True
-    # Module types of the repo's modules.json that are not built here (Dense, LayerNorm, ...).
+    dense: tuple[DenseSpec, ...] = ()
+    # Module types of the repo's modules.json that are not built here (LayerNorm, ...).
     unbuilt: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """``encoder+Pooling(cls)+Normalize`` as the record's notes show it."""
-        return "encoder+Pooling(" + ",".join(self.pooling) + ")" + ("+Normalize" if self.normalize else "")
+        """``encoder+Pooling(cls)+Dense(768,Tanh)+Normalize`` as the record's notes show it."""
+        parts = ["encoder", "Pooling(" + ",".join(self.pooling) + ")"]
+        parts += [f"Dense({d.out_features},{d.activation})" for d in self.dense]
+        return "+".join(parts + (["Normalize"] if self.normalize else []))
 
 
 # (pattern on the lowercased id, pooling, normalize). Only families whose model cards and
@@ -89,7 +102,7 @@ def from_repo(modules: list[dict[str, Any]], read: Any) -> SentenceLayout:
     """The layout ``modules.json`` describes; ``read(path)`` returns a module's config.json
     as a dict (or None when the repo has none)."""
     pooling: tuple[str, ...] = ("mean",)
-    include_prompt, normalize, unbuilt = True, False, []
+    include_prompt, normalize, unbuilt, dense = True, False, [], []
     for position, module in enumerate(sorted(modules, key=lambda m: int(m.get("idx", 0)))):
         kind = str(module.get("type", "")).rsplit(".", 1)[-1]
         if kind == "Transformer" and position == 0:
@@ -99,10 +112,29 @@ def from_repo(modules: list[dict[str, Any]], read: Any) -> SentenceLayout:
             pooling, include_prompt = pooling_modes(config), bool(config.get("include_prompt", True))
         elif kind == "Normalize":
             normalize = True
+        elif kind == "Dense" and (spec := dense_spec(read(f"{module.get('path', '')}/config.json".lstrip("/")))):
+            dense.append(spec)
         else:
             unbuilt.append(kind or "?")
     return SentenceLayout(pooling=pooling, normalize=normalize, source="repo", include_prompt=include_prompt,
-                          unbuilt=tuple(unbuilt))
+                          dense=tuple(dense), unbuilt=tuple(unbuilt))
+
+
+def dense_spec(config: dict[str, Any] | None) -> DenseSpec | None:
+    """A Dense module's config.json as a spec, or None when it cannot be built here (no
+    width, or an activation that is not a torch.nn class: importing any other name the
+    repo gives would run code of its choosing)."""
+    if not isinstance(config, dict) or not isinstance(config.get("out_features"), int):
+        return None
+    qualified = str(config.get("activation_function") or "torch.nn.modules.activation.Tanh")
+    if not qualified.startswith("torch.nn."):
+        return None
+    activation = qualified.rsplit(".", 1)[-1]
+    import torch
+
+    if not isinstance(getattr(torch.nn, activation, None), type):
+        return None
+    return DenseSpec(out_features=config["out_features"], bias=bool(config.get("bias", True)), activation=activation)
 
 
 def fetch_layout(ref: ModelRef, cfg: Any) -> SentenceLayout | None:

@@ -70,17 +70,25 @@ def encoder_of(model: Any) -> Any:
     return model
 
 
-def _modules(hidden: int, layout: SentenceLayout) -> tuple[Any, Any]:
+def _modules(hidden: int, layout: SentenceLayout) -> Any:
+    """Pooling, Dense..., Normalize as sentence-transformers' own modules, in order."""
     import torch
 
     try:
-        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+        from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
     except ImportError:  # sentence-transformers before 6
-        from sentence_transformers.models import Normalize, Pooling
+        from sentence_transformers.models import Dense, Normalize, Pooling
 
     mode = layout.pooling[0] if len(layout.pooling) == 1 else layout.pooling
-    pooling = Pooling(hidden, pooling_mode=mode, include_prompt=layout.include_prompt)
-    return pooling, Normalize() if layout.normalize else torch.nn.Identity()
+    steps = [Pooling(hidden, pooling_mode=mode, include_prompt=layout.include_prompt)]
+    width = hidden * len(layout.pooling)
+    for spec in layout.dense:
+        activation = getattr(torch.nn, spec.activation)()
+        steps.append(Dense(width, spec.out_features, bias=spec.bias, activation_function=activation))
+        width = spec.out_features
+    if layout.normalize:
+        steps.append(Normalize())
+    return torch.nn.Sequential(*steps)
 
 
 def _make_class() -> type:
@@ -88,13 +96,14 @@ def _make_class() -> type:
     from transformers.utils import ModelOutput
 
     class _SentenceModel(torch.nn.Module):
-        """encoder -> Pooling -> Normalize, with a contrastive loss over the batch."""
+        """encoder -> Pooling (-> Dense) (-> Normalize), with a contrastive loss over the batch."""
 
         def __init__(self, encoder: Any, layout: SentenceLayout) -> None:
             super().__init__()
             self.encoder = encoder
             hidden = encoder.config.hidden_size if hasattr(encoder.config, "hidden_size") else encoder.config.d_model
-            self.pooling, self.normalize = _modules(hidden, layout)
+            # In the encoder's dtype: a Dense layer is created in float32 (bfloat16 sweeps).
+            self.head = _modules(hidden, layout).to(next(encoder.parameters()).dtype)
             self.config = encoder.config
 
         def forward(self, **inputs: Any) -> Any:
@@ -103,7 +112,7 @@ def _make_class() -> type:
             tokens = out[0]
             if mask is None:
                 mask = torch.ones(tokens.shape[:2], dtype=torch.long, device=tokens.device)
-            features = self.normalize(self.pooling({"token_embeddings": tokens, "attention_mask": mask}))
+            features = self.head({"token_embeddings": tokens, "attention_mask": mask})
             emb = features["sentence_embedding"]
             similarity = emb @ emb.T
             target = torch.eye(similarity.shape[0], dtype=similarity.dtype, device=similarity.device)

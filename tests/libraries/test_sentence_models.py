@@ -111,7 +111,7 @@ def test_online_the_repos_own_modules_json_decides(monkeypatch, tmp_path):
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+        {"idx": 2, "name": "2", "path": "2_LayerNorm", "type": "sentence_transformers.models.LayerNorm"},
     ]
     # A legacy pooling config: max pooling, and no Normalize module (unlike the default).
     pooling = {"word_embedding_dimension": 16, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
@@ -126,7 +126,41 @@ def test_online_the_repos_own_modules_json_decides(monkeypatch, tmp_path):
     assert built.notes["config_source"] == "hub"
     assert built.notes["modules"] == "encoder+Pooling(max)"
     assert built.notes["pooling_source"] == "repo"
-    assert built.notes["modules_unbuilt"] == "Dense"
+    assert built.notes["modules_unbuilt"] == "LayerNorm"
     tokens, emb = _tokens_and_embedding(built)
     torch.testing.assert_close(emb, tokens.max(dim=1).values)
     assert bare.notes["pooling_source"] == "default (no modules.json in the repo)"
+
+
+def test_online_dense_modules_run_between_pooling_and_normalize(monkeypatch, tmp_path):
+    import torch
+
+    from sweeper.libraries import build
+
+    # sentence-t5's layout: mean pooling, a Dense projection without bias, Normalize.
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+        {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    dense = {"in_features": 768, "out_features": 12, "bias": False,
+             "activation_function": "torch.nn.modules.linear.Identity"}
+    files = {**_bert_repo_files(tmp_path), "modules.json": json.dumps(modules).encode(),
+             "1_Pooling/config.json": json.dumps({"pooling_mode": "mean"}).encode(),
+             "2_Dense/config.json": json.dumps(dense).encode()}
+    with serve_hub(monkeypatch, tmp_path) as server:
+        server.add_repo("org/t5-like", files)
+        built = build(_st_ref("org/t5-like", "bert"), SweepConfig.of(device="cpu"))
+    assert built.notes["modules"] == "encoder+Pooling(mean)+Dense(12,Identity)+Normalize"
+    assert "modules_unbuilt" not in built.notes
+    _, emb = _tokens_and_embedding(built)
+    assert emb.shape == (built.inputs["input_ids"].shape[0], 12)
+    torch.testing.assert_close(emb.norm(dim=-1), torch.ones(emb.shape[0]))
+
+
+def test_a_dense_activation_outside_torch_nn_is_not_imported():
+    from sweeper.libraries.sentence_layout import dense_spec
+
+    assert dense_spec({"out_features": 8, "activation_function": "torch.nn.modules.activation.Tanh"}).activation == "Tanh"
+    assert dense_spec({"out_features": 8, "activation_function": "custom_code.Evil"}) is None
