@@ -4,7 +4,7 @@ The encoder is what the library loads: the type's base model, or the encoder sta
 an encoder-decoder (T5). Pooling and normalisation come from the repo's own
 ``modules.json`` online, else a name table of well-known families, else mean pooling with a
 normalisation (``sentence_layout``); the record's notes say which (``pooling_source``).
-The loss pulls the batch's similarity matrix towards the identity (a contrastive
+The loss pulls the batch's cosine-similarity matrix towards the identity (a contrastive
 objective): the mean of normalised embeddings is ~1e-7 and its gradient compares nothing.
 """
 
@@ -114,7 +114,10 @@ def _make_class() -> type:
                 mask = torch.ones(tokens.shape[:2], dtype=torch.long, device=tokens.device)
             features = self.head({"token_embeddings": tokens, "attention_mask": mask})
             emb = features["sentence_embedding"]
-            similarity = emb @ emb.T
+            # Cosine similarities whether or not the model normalises: without a Normalize
+            # module the Gram matrix of raw embeddings has gradients in the thousands.
+            unit = torch.nn.functional.normalize(emb, dim=-1)
+            similarity = unit @ unit.T
             target = torch.eye(similarity.shape[0], dtype=similarity.dtype, device=similarity.device)
             return ModelOutput(sentence_embedding=emb, loss=(similarity - target).pow(2).mean())
 
