@@ -165,21 +165,18 @@ def fetch_layout(ref: ModelRef, cfg: Any) -> SentenceLayout | None:
 
 def layout_of(ref: ModelRef, cfg: Any, *, online: bool) -> SentenceLayout:
     """The repo's layout when ``online`` (its config came from the Hub), else the name
-    table's, else the default. A repo without modules.json falls back the same way."""
+    table's, else the default. A repo without a readable modules.json falls back the same
+    way, and ``source`` says why."""
+    why = ""
     if online:
         from sweeper.libraries.transformers.pretrained import HubUnreachableError
 
         try:
             found = fetch_layout(ref, cfg)
-        except (HubUnreachableError, ValueError) as exc:  # unreadable modules.json: say so, fall back
-            found = None
-            fallback = f" ({type(exc).__name__}: {exc})"[:200]
-        else:
-            fallback = " (no modules.json in the repo)"
+        except (HubUnreachableError, ValueError) as exc:  # ValueError: modules.json not valid
+            found, why = None, f" ({type(exc).__name__}: {exc})"[:200]
         if found is not None:
             return found
-    else:
-        fallback = ""
-    named = from_name(ref.model_id)
-    layout = named or SentenceLayout()
-    return SentenceLayout(pooling=layout.pooling, normalize=layout.normalize, source=layout.source + fallback)
+        why = why or " (no modules.json in the repo)"
+    layout = from_name(ref.model_id) or SentenceLayout()
+    return SentenceLayout(pooling=layout.pooling, normalize=layout.normalize, source=layout.source + why)

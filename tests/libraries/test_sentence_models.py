@@ -121,8 +121,10 @@ def test_online_the_repos_own_modules_json_decides(monkeypatch, tmp_path):
     with serve_hub(monkeypatch, tmp_path) as server:
         server.add_repo("BAAI/bge-small-en-v1.5", files)  # a name-table family: the repo wins
         server.add_repo("org/no-modules", _bert_repo_files(tmp_path / "other"))
+        server.add_repo("org/broken-modules", {**_bert_repo_files(tmp_path / "third"), "modules.json": b"[{not json"})
         built = build(_st_ref("BAAI/bge-small-en-v1.5", "bert"), SweepConfig.of(device="cpu"))
         bare = build(_st_ref("org/no-modules", "bert"), SweepConfig.of(device="cpu"))
+        broken = build(_st_ref("org/broken-modules", "bert"), SweepConfig.of(device="cpu"))
     assert built.notes["config_source"] == "hub"
     assert built.notes["modules"] == "encoder+Pooling(max)"
     assert built.notes["pooling_source"] == "repo"
@@ -130,6 +132,7 @@ def test_online_the_repos_own_modules_json_decides(monkeypatch, tmp_path):
     tokens, emb = _tokens_and_embedding(built)
     torch.testing.assert_close(emb, tokens.max(dim=1).values)
     assert bare.notes["pooling_source"] == "default (no modules.json in the repo)"
+    assert broken.notes["pooling_source"].startswith("default (JSONDecodeError: ")
 
 
 def test_online_dense_modules_run_between_pooling_and_normalize(monkeypatch, tmp_path):
