@@ -150,7 +150,7 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
     origin = config_origin(ref, cfg, offline=offline)
     config = ref.config if origin[0] == "ref" else None
     model_type = ((config or {}).get("model_type") if isinstance(config, dict) else None) or ref.model_type
-    return {
+    part = {
         "config": list(origin),
         "model_type": model_type,
         "architecture": ref.architecture,
@@ -159,6 +159,13 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
         # mappings choose the same head.
         "task_heads": list(TASK_HEADS.get(ref.pipeline_tag or "", ())),
     }
+    if library == "sentence-transformers":
+        # Offline the pooling comes from the id (a name table): same type, other pooling.
+        from sweeper.libraries.sentence_layout import from_name
+
+        named = from_name(ref.model_id)
+        part["sentence_layout"] = None if named is None else [list(named.pooling), named.normalize]
+    return part
 
 
 def _builds_from_id(ref: ModelRef) -> bool:

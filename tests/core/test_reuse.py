@@ -255,3 +255,12 @@ def test_answered_models_are_handed_out_in_chunks_while_the_refs_are_read():
     # Written two at a time as the refs arrive, not all at the end.
     assert emitted == [[("org/b0", 2), ("org/b1", 2)], [("org/b2", 4), ("org/b3", 4)], [("org/b4", 5)]]
     assert reuse.planned == 6 and list(reuse.fp_of) == ["org/gpt"]  # only the check in flight is held
+
+
+def test_sentence_models_of_one_type_share_a_check_only_when_they_pool_alike():
+    fp = _fp()
+    cls_pooled = fp(_ref("BAAI/bge-small-en-v1.5", 1, library_name="sentence-transformers"))
+    mean_pooled = fp(_ref("sentence-transformers/all-MiniLM-L6-v2", 2, library_name="sentence-transformers"))
+    also_mean = fp(_ref("sentence-transformers/all-MiniLM-L12-v2", 3, library_name="sentence-transformers"))
+    assert cls_pooled != mean_pooled
+    assert mean_pooled == also_mean

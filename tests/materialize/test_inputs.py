@@ -51,3 +51,30 @@ def test_required_argument_without_a_rule_is_named():
 def test_variant_needs_an_ambiguous_signal():
     with pytest.raises(LookupError):
         make_inputs(_Classifier(), _Config(), head_kind=None, variant=1)
+
+
+class _TaskConditionedConfig:
+    """OneFormer's shape: an image model whose forward also reads a tokenized task prompt."""
+
+    image_size = 32
+    num_channels = 3
+    task_seq_len = 9
+    is_encoder_decoder = False
+
+    def to_dict(self):
+        return {"task_seq_len": self.task_seq_len}
+
+
+class _TaskConditioned(torch.nn.Module):
+    # transformers lets main_input_name be a list (OneFormerForUniversalSegmentation).
+    main_input_name = ["pixel_values", "task_inputs"]
+
+    def forward(self, pixel_values, task_inputs, text_inputs=None, pixel_mask=None):
+        raise NotImplementedError
+
+
+def test_a_list_of_main_inputs_builds_each_of_them():
+    inputs, _ = make_inputs(_TaskConditioned(), _TaskConditionedConfig(), head_kind="UNIVERSAL_SEGMENTATION", batch=2)
+    assert inputs["pixel_values"].shape == (2, 3, 32, 32)
+    assert inputs["task_inputs"].shape == (2, 9)  # the config's task length
+    assert "text_inputs" not in inputs  # optional, and only read in training

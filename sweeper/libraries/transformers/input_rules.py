@@ -127,7 +127,9 @@ def _generic_inputs(ctx: Any, model: Any) -> None:
 
     from sweeper.libraries.transformers.signals import RULES, token_ids
 
-    rule = RULES.get(getattr(getattr(model, "encoder", None), "main_input_name", ""))
+    from sweeper.libraries.transformers.inputs import main_inputs
+
+    rule = RULES.get(main_inputs(getattr(model, "encoder", None), "")[0])
     if rule is not None:
         ctx.inputs["inputs"] = rule(ctx)
         return

@@ -57,14 +57,22 @@ def forward_params(model: Any) -> dict[str, inspect.Parameter]:
     return {n: p for n, p in sig.parameters.items() if p.kind not in skip and n != "self"}
 
 
+def main_inputs(model: Any, default: str = "input_ids") -> tuple[str, ...]:
+    """The model's main input names: transformers' ``main_input_name`` is one name, or a
+    list of them (OneFormer's ``["pixel_values", "task_inputs"]``)."""
+    main = getattr(model, "main_input_name", default)
+    return tuple(main) if isinstance(main, (list, tuple)) else (main,)
+
+
 def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
     params = ctx.params
-    main = getattr(model, "main_input_name", "input_ids")
+    main, *more_main = main_inputs(model)
     if main not in params:
         # A main_input_name the forward does not take (inherited default): the first
         # signal the forward does take stands in.
         main = next((n for n in ("input_ids", "pixel_values", "input_values", "input_features") if n in params), main)
     wanted = [main] if main in params else []
+    wanted += [n for n in more_main if n in params]
     wanted += [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     wanted += [n for n in KIND_EXTRAS.get(head_kind or "", ()) if n in params]
     for name in list(wanted):

@@ -278,4 +278,6 @@ RULES: dict[str, Callable[[InputContext], Any]] = {
     "prompt_masks": pixel_values,
     # A model whose main input is hidden states (a codec half): latents as well.
     "hidden_states": _latents,
+    # OneFormer's task prompt ("the task is panoptic"), tokenized to the config's length.
+    "task_inputs": lambda ctx: token_ids(ctx, (ctx.batch, int(ctx.lookup("task_seq_len", (), 77)))),
 }
