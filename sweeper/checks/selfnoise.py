@@ -16,7 +16,10 @@ Two measures, either of which clears a gap past the tolerance (recorded as
   output is averaged: layoutlmv3's ``cls_token``, exactly 0 in float64, 7e-5 on the CPU in
   float32) is *nothing but* rounding, so any two orders differ by 100% of it. A second
   run under another thread count would not show it (measured: 1e-8 against a device gap of
-  4e-5); a run in float64 does. As PyTorch's Dynamo accuracy harness does with its fp64
+  4e-5); a run in float64 does. (Where trnsim's float32 rounding differs from the CPU's:
+  like any PrivateUse1 backend without a fused attention kernel, it runs
+  ``scaled_dot_product_attention`` as PyTorch's math decomposition, bitwise the CPU's
+  ``_scaled_dot_product_attention_math``, where the CPU runs its fused flash kernel.) As PyTorch's Dynamo accuracy harness does with its fp64
   reference, the device passes when, for every tensor past the tolerance, its distance
   from a float64 CPU run is within ``NOISE_MULTIPLIER`` times the float32 CPU reference's
   distance from it: the device is no less exact than the reference it is judged by. A
