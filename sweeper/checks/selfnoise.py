@@ -19,11 +19,12 @@ Two measures, either of which clears a gap past the tolerance (recorded as
   4e-5); a run in float64 does. (Where trnsim's float32 rounding differs from the CPU's:
   like any PrivateUse1 backend without a fused attention kernel, it runs
   ``scaled_dot_product_attention`` as PyTorch's math decomposition, bitwise the CPU's
-  ``_scaled_dot_product_attention_math``, where the CPU runs its fused flash kernel.) As PyTorch's Dynamo accuracy harness does with its fp64
-  reference, the device passes when, for every tensor past the tolerance, its distance
-  from a float64 CPU run is within ``NOISE_MULTIPLIER`` times the float32 CPU reference's
-  distance from it: the device is no less exact than the reference it is judged by. A
-  device kernel that is wrong is far from float64 where the CPU is close, and still fails.
+  ``_scaled_dot_product_attention_math``, where the CPU runs its fused flash kernel.)
+  As PyTorch's Dynamo accuracy harness does with its fp64 reference, the device passes
+  when, for every tensor past the tolerance, its distance from a float64 CPU run is within
+  ``NOISE_MULTIPLIER`` times the float32 CPU reference's distance from it: the device is
+  no less exact than the reference it is judged by. A device kernel that is wrong is far
+  from float64 where the CPU is close, and still fails.
 
 Only models past the tolerance pay for these runs.
 """
