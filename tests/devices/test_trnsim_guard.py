@@ -12,8 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 # A dispatch mode that raises in Python while the autograd engine runs a trnsim node: the
@@ -86,7 +84,6 @@ def test_pytorchs_python_guard_is_what_aborted():
     assert "terminate called" in done.stderr
 
 
-@pytest.mark.slow
 def test_compiled_backward_over_a_masked_assignment_runs_like_cpu():
     done = _run(MASKED_SPLINE)
     assert done.returncode == 0, done.stderr[-3000:]
