@@ -5,8 +5,9 @@
   object serves the reference and the device run, so nothing is built twice.
 - ``cpu_rerun``: a second CPU run, with another seed, on a CPU copy of the model already
   on the device: tells an output that moves with the RNG state from a device that is off.
-- ``float32_run``: the same model and inputs in float32 on the CPU: the yardstick for a
-  reduced-precision run, whose own rounding error it measures.
+- ``float32_run``/``precise_run``: the same model and inputs in a wider format on the CPU
+  (float32 for a reduced-precision run, float64 for a float32 one): the yardstick that
+  measures the reference's own rounding error.
 
 Only the reference is paid by every model; the other two run only when a comparison is
 over tolerance.
@@ -61,8 +62,15 @@ def cpu_rerun(model: torch.nn.Module, inputs: dict[str, Any], *, seed: int) -> R
 
 def float32_run(model: torch.nn.Module, inputs: dict[str, Any], *, seed: int, has_labels: bool, grads: bool) -> Run:
     """A CPU copy of ``model`` and its inputs in float32, run like the reference."""
-    twin = cpu_twin(model).float()
-    return cpu_reference(twin, cast_floating(inputs, torch.float32), seed=seed, has_labels=has_labels, grads=grads)
+    return precise_run(model, inputs, dtype=torch.float32, seed=seed, has_labels=has_labels, grads=grads)
+
+
+def precise_run(model: torch.nn.Module, inputs: dict[str, Any], *, dtype: torch.dtype, seed: int, has_labels: bool,
+                grads: bool) -> Run:
+    """A CPU copy of ``model`` and its inputs in ``dtype`` (float32 for a reduced-precision
+    sweep, float64 for a float32 one), run like the reference."""
+    twin = cpu_twin(model).to(dtype)
+    return cpu_reference(twin, cast_floating(inputs, dtype), seed=seed, has_labels=has_labels, grads=grads)
 
 
 def scalar_loss(output: Any, *, has_labels: bool) -> torch.Tensor:

@@ -18,7 +18,7 @@ from sweeper.checks import selfnoise
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_full_collections
 from sweeper.checks.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
-from sweeper.checks.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, scalar_loss
+from sweeper.checks.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, precise_run, scalar_loss
 from sweeper.checks.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 from sweeper.devices.base import Device
 from sweeper.libraries import build as build_model
@@ -50,6 +50,7 @@ class StageContext:
     reference: torch.Tensor | None = None  # the CPU run's first float output
     reference_grads: dict[str, torch.Tensor] | None = None  # the CPU run's parameter gradients
     float32: Run | None = None  # a float32 CPU run, made only when a reduced-precision check needs it
+    float64: Run | None = None  # a float64 CPU run, made only when a float32 gap past noise needs it
     findings: dict[str, Any] = field(default_factory=dict)
     soft_reasons: list[Reason] = field(default_factory=list)
     # Told each stage's name as it starts (a worker's crash breadcrumbs, so a record of a
@@ -116,7 +117,7 @@ def forward(ctx: StageContext) -> None:
     _numerics(ctx, "forward", diff)
     _numerics(ctx, "tolerance", tol.to_dict())
     ctx.findings["max_abs_diff"] = diff.max_abs
-    if diff.within or _nondeterministic(ctx, tol) or _noise(ctx, "forward", diff, tol) or \
+    if diff.within or _nondeterministic(ctx, tol) or _noise(ctx, "forward", diff, tol, {"output": got}) or \
             _format_error(ctx, "forward", {"output": got}):
         return
     _over(ctx, "forward", diff)
@@ -154,9 +155,10 @@ def _over(ctx: StageContext, stage: str, diff: Diff) -> None:
     _numerics(ctx, "over", {"stage": stage, "tensor": NUMERICS_TENSORS[stage], **diff.to_dict()})
 
 
-def _noise(ctx: StageContext, stage: str, diff: Diff, tol: Tolerance) -> bool:
+def _noise(ctx: StageContext, stage: str, diff: Diff, tol: Tolerance, got: dict[str, torch.Tensor]) -> bool:
     """Whether a gap past the tolerance is within the CPU reference's own noise (a second
-    CPU run, same seed: ``selfnoise``); recorded either way, a failure only when not."""
+    CPU run, same seed; for float32, its rounding against float64: ``selfnoise``);
+    recorded either way, a failure only when not."""
     built = _built(ctx)
     seed = ctx.cfg.materialise.seed
     try:
@@ -169,9 +171,33 @@ def _noise(ctx: StageContext, stage: str, diff: Diff, tol: Tolerance) -> bool:
     except Exception as exc:  # noqa: BLE001 - no second run: the comparison stands
         _numerics(ctx, "noise", {"stage": stage, "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
         return False
-    found = selfnoise.finding(stage, NUMERICS_TENSORS[stage], diff, noise)
+    rounding = None if selfnoise.within_noise(diff, noise) else _rounding(ctx, stage, got, tol)
+    found = selfnoise.finding(stage, NUMERICS_TENSORS[stage], diff, noise, rounding)
     _numerics(ctx, "within_noise" if found["within"] else "noise", found)
     return bool(found["within"])
+
+
+def _rounding(ctx: StageContext, stage: str, got: dict[str, torch.Tensor], tol: Tolerance) -> dict[str, Any] | None:
+    """For a float32 sweep: the device's and the CPU reference's distance from a float64 CPU
+    run, on the tensors past the tolerance (``selfnoise.rounding``). One float64 run serves
+    forward and backward; None when not a float32 sweep or the float64 run fails (recorded)."""
+    if ctx.cfg.device.dtype != "float32":
+        return None
+    built = _built(ctx)
+    if ctx.float64 is None:
+        try:
+            ctx.float64 = precise_run(built.model, built.inputs, dtype=torch.float64, seed=ctx.cfg.materialise.seed,
+                                      has_labels=built.has_labels, grads=ctx.reference_grads is not None)
+        except Exception as exc:  # noqa: BLE001 - no yardstick: the comparison stands
+            return {"failed": f"{type(exc).__name__}: {str(exc)[:200]}", "within": False}
+    if stage == "forward":
+        precise, ref = {"output": ctx.float64.output}, {"output": ctx.reference}
+    else:
+        precise, ref = ctx.float64.grads or {}, ctx.reference_grads or {}
+    if any(v is None for v in (*precise.values(), *ref.values())) or not precise:
+        return None
+    over = ["output"] if stage == "forward" else selfnoise.over_tolerance(got, ref, tol)
+    return selfnoise.rounding(got, ref, precise, over)
 
 
 def _format_error(ctx: StageContext, stage: str, got: dict[str, torch.Tensor]) -> bool:
@@ -227,7 +253,7 @@ def _judge_gradients(ctx: StageContext) -> None:
         raise NonFiniteReferenceError("the CPU reference gradients have NaN: the model's own result, so the "
                                       "device's cannot be judged against them")
     _numerics(ctx, "backward", diff)
-    if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or _noise(ctx, "backward", diff, tol) \
+    if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or _noise(ctx, "backward", diff, tol, got) \
             or _format_error(ctx, "backward", got):
         return
     _over(ctx, "backward", diff)

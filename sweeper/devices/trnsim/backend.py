@@ -16,6 +16,7 @@ import torch
 import torch.utils.backend_registration as br
 
 import sweeper.devices.trnsim.kernels as kernels
+import sweeper.devices.trnsim.nativeguard as nativeguard
 import sweeper.devices.trnsim.refcells as refcells
 import sweeper.devices.trnsim.special as special
 import sweeper.devices.trnsim.state as state
@@ -66,7 +67,10 @@ def ensure_registered() -> None:
             torch._register_device_module(NAME, devmod.TrnsimModule())
             br.generate_methods_for_privateuse1_backend(for_storage=True)
             torch._C._acc.register_python_privateuseone_hook(_Hooks())
-            torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+            # A C++ guard, as vendor backends have: PyTorch's Python one aborts the process
+            # when a backward node fails in Python code (see ``nativeguard``).
+            if not nativeguard.register_native_guard():
+                torch._C._acc.register_python_privateuseone_device_guard(_Guard())
         devmod.install_accelerator_shims()
         patches.install_serialization()
         patches.install_printing()
