@@ -77,12 +77,12 @@ class Pyannote(Library):
         torch.manual_seed(cfg.materialise.seed)
         built = {role: (cls, parts.BUILDERS[cls](weights == "tiny")) for role, cls in found}
         module = parts.Models(built).to(dtype).eval()
-        audio = parts.waveforms(cfg.materialise.seed, dtype)
+        audio = parts.waveforms(cfg.materialise.seed, dtype, parts.TINY_SECONDS if weights == "tiny" else parts.CHUNK_SECONDS)
         inputs = {"waveforms": audio}
         inputs.update({role: parts.targets(cls, model, audio.shape[-1], cfg.materialise.seed)
                        for role, (cls, model) in built.items()})
         notes = {"weights": weights, "models": ",".join(f"{role}={cls}" for role, cls in found),
-                 "models_source": "name table", "sample_rate": parts.SAMPLE_RATE,
+                 "models_source": "name table", "waveform": f"{audio.shape[-1]} samples at {parts.SAMPLE_RATE} Hz",
                  "model_parameters": ",".join(f"{role}={count_parameters(m)}" for role, (_, m) in built.items())}
         if self.claims(ref):
             notes["library"] = "pyannote-audio (from the id; the listing names no library)"
