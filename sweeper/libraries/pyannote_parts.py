@@ -55,13 +55,15 @@ def pyannet(tiny: bool) -> Any:
 
 def wespeaker_resnet34(tiny: bool) -> Any:
     """WeSpeakerResNet34 (kaldi fbank > ResNet34 > statistics pooling > 256-d embedding);
-    tiny: one narrow block per stage (the fbank front end and pooling unchanged)."""
+    tiny: one narrow block per stage (the fbank front end and pooling unchanged). Not 8
+    channels: torch 2.13's CPU backward of a 1x1 stride-2 convolution over a channels-last
+    8-channel input (the first shortcut) dies with a segmentation fault."""
     from pyannote.audio.models.embedding import WeSpeakerResNet34
     from pyannote.audio.models.embedding.wespeaker.resnet import BasicBlock, ResNet
 
     model = WeSpeakerResNet34(sample_rate=SAMPLE_RATE)
     if tiny:
-        model.resnet = ResNet(BasicBlock, [1, 1, 1, 1], m_channels=8, feat_dim=model.hparams.num_mel_bins,
+        model.resnet = ResNet(BasicBlock, [1, 1, 1, 1], m_channels=16, feat_dim=model.hparams.num_mel_bins,
                               embed_dim=TINY_EMBEDDING, pooling_func="TSTP", two_emb_layer=False)
     return model
 
