@@ -62,10 +62,22 @@ def wespeaker_resnet34(tiny: bool) -> Any:
     from pyannote.audio.models.embedding.wespeaker.resnet import BasicBlock, ResNet
 
     model = WeSpeakerResNet34(sample_rate=SAMPLE_RATE)
+    _fbank_in_float32(model)
     if tiny:
         model.resnet = ResNet(BasicBlock, [1, 1, 1, 1], m_channels=16, feat_dim=model.hparams.num_mel_bins,
                               embed_dim=TINY_EMBEDDING, pooling_func="TSTP", two_emb_layer=False)
     return model
+
+
+def _fbank_in_float32(model: Any) -> None:
+    """Compute the kaldi fbank front end in float32 whatever the model's dtype: torch's FFT
+    has no bfloat16 or float16 kernels on the CPU (as under autocast, features are cast back)."""
+    compute = model.compute_fbank
+
+    def fbank(waveforms: Any) -> Any:
+        return compute(waveforms.float()).to(waveforms.dtype)
+
+    model.compute_fbank = fbank
 
 
 def xvector_sincnet(tiny: bool) -> Any:

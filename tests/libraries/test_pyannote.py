@@ -95,3 +95,14 @@ def test_a_diarization_pipeline_checks_both_models_and_lists_them():
     for role, part in built.model.parts.items():
         assert any(p.grad is not None and p.grad.abs().max() > 0 for p in part.parameters()), role
     assert os.environ["PYANNOTE_METRICS_ENABLED"] == "false"  # no usage telemetry leaves the machine
+
+
+@installed
+def test_wespeaker_runs_in_bfloat16_with_its_fbank_in_float32():
+    import torch
+
+    from sweeper.libraries import build
+
+    built = build(_ref("pyannote/wespeaker-voxceleb-resnet34-LM"), SweepConfig.of(device="cpu", dtype="bfloat16"))
+    out = built.model(**built.inputs)  # torch's CPU FFT has no bfloat16: the fbank runs in float32
+    assert out["output"].dtype == torch.bfloat16 and torch.isfinite(out["output"].float()).all()
