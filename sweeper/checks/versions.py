@@ -22,7 +22,7 @@ LIBRARY_PACKAGES: dict[str, tuple[str, ...]] = {
     "timm": ("timm", "torchvision", "huggingface_hub", "safetensors"),
     "open_clip": ("open_clip_torch", "timm", "torchvision", "huggingface_hub", "safetensors"),
     "diffusers": ("diffusers", *HUB_STACK),
-    "pyannote-audio": ("pyannote.audio", "torchaudio", "huggingface_hub"),
+    "pyannote-audio": ("pyannote.audio", "torchaudio", "lightning"),
 }
 
 

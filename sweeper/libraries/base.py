@@ -41,6 +41,11 @@ class Library:
         """Whether ``ref`` is this library's model."""
         return (ref.library_name or "") in self.hub_names
 
+    def claims(self, ref: ModelRef) -> bool:
+        """Whether ``ref``, whose listing names no library, is plainly this library's from its
+        id (asked before ``owns``: transformers owns every row with no library named)."""
+        return False
+
     def architecture(self, ref: ModelRef) -> str | None:
         """The architecture ``ref`` is, from its own fields alone (no network), or None."""
         return ref.architecture or ref.model_type

@@ -1,46 +1,105 @@
-"""pyannote-audio: speaker segmentation and embedding models.
+"""pyannote-audio: speaker segmentation and embedding models, and diarization pipelines.
 
-pyannote.audio needs torchaudio, whose PyPI wheels are CUDA builds that do not load beside
-the project's CPU torch (and no CPU torchaudio for torch 2.13 is in the package indexes
-this project installs from): the package is not a dependency, and a pyannote row names
-exactly that. The architecture each row is (from the id) is still recorded.
+Which models a repo is comes from its id (a name table): a segmentation repo is PyanNet
+with the speaker segmentation task's specifications, an embedding repo WeSpeakerResNet34 or
+XVectorSincNet, a diarization pipeline its segmentation and embedding models (both
+checked; the record lists them). Rows the snapshot names no library for are pyannote's
+when their repo name says so plainly; the record then notes the library came from the id.
+
+Weights are tiny or random: pyannote checkpoints are pickles (``pytorch_model.bin``), which
+sweeper never loads. pyannote.audio imports torchaudio, whose PyPI wheel is a CUDA build;
+see ``audio_compat``. pyannote.audio sends usage telemetry by default: it is turned off
+before the package is imported.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import warnings
 from typing import Any
 
-from sweeper.libraries.base import Library
+from sweeper.libraries.base import Library, count_parameters
 from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
-# Id patterns -> the pyannote.audio model (or the models of a pipeline), first match wins.
-ARCHITECTURES = (
-    (r"speaker-diarization|diarization", "pipeline: PyanNet segmentation + WeSpeakerResNet34 embedding"),
-    (r"wespeaker", "WeSpeakerResNet34"),
-    (r"brouhaha", "PyanNet (brouhaha task)"),
-    (r"segmentation|voice-activity-detection", "PyanNet"),
-    (r"embedding", "XVectorSincNet"),
+PIPELINE = ("PyanNet", "WeSpeakerResNet34")
+# Id patterns -> the pyannote.audio models (role, class) a repo is, first match wins.
+ARCHITECTURES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (r"diarization", (("segmentation", "PyanNet"), ("embedding", "WeSpeakerResNet34"))),
+    (r"wespeaker", (("embedding", "WeSpeakerResNet34"),)),
+    (r"brouhaha|segmentation|voice-activity-detection|overlapped-speech-detection", (("segmentation", "PyanNet"),)),
+    (r"embedding", (("embedding", "XVectorSincNet"),)),
 )
+# A row with no library named is pyannote's when its id names pyannote, or its repo name is
+# exactly one of pyannote's own model or pipeline names.
+CLAIMED_BY_ID = re.compile(r"pyannote|(speaker-)?diarization(-[\d.]+)?|segmentation(-[\d.]+)?|"
+                           r"overlapped-speech-detection|voice-activity-detection")
 
 
 class Pyannote(Library):
-    """pyannote.audio models: named and checked for their dependencies."""
+    """pyannote.audio models, built small from the id."""
 
     name = "pyannote"
     hub_names = frozenset({"pyannote-audio", "pyannote"})
     packages = ("pyannote.audio", "torchaudio")
-    install_hint = "pyannote.audio needs a torchaudio built for the installed CPU torch"
+
+    def claims(self, ref: ModelRef) -> bool:
+        """A row with no library or model type named whose id says it is pyannote's."""
+        if ref.library_name or ref.model_type:
+            return False
+        repo = ref.model_id.lower().split("/", 1)[-1]
+        return "pyannote" in ref.model_id.lower() or CLAIMED_BY_ID.fullmatch(repo) is not None
 
     def architecture(self, ref: ModelRef) -> str | None:
-        """The pyannote model the id names, or None."""
-        name = ref.model_id.lower()
-        return next((arch for pattern, arch in ARCHITECTURES if re.search(pattern, name)), None)
+        """The pyannote model classes the id names ("A+B" for a pipeline), or None."""
+        found = models(ref)
+        return None if found is None else "+".join(cls for _, cls in found)
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
-        """Raises MissingDependencyError naming what is missing (see the module docstring)."""
+        """Every model of the repo, tiny or random, run on one waveform batch."""
         self.require()
-        raise ConfigError(f"{ref.model_id}: pyannote.audio is installed but sweeper builds no pyannote model yet "
-                          f"({self.architecture(ref) or 'architecture unknown'})")
+        weights = cfg.materialise.weights
+        if weights == "pretrained":
+            raise ConfigError(f"{ref.model_id}: pyannote checkpoints are pickles (pytorch_model.bin), "
+                              "which sweeper does not load; use tiny or random weights")
+        found = models(ref)
+        if found is None:
+            raise ConfigError(f"{ref.model_id}: the id names no pyannote model (segmentation, embedding, "
+                              "wespeaker, diarization); its config.yaml is not read offline")
+        _quiet_import()
+        import torch
+
+        from sweeper.libraries import pyannote_parts as parts
+
+        dtype = getattr(torch, cfg.device.dtype)
+        torch.manual_seed(cfg.materialise.seed)
+        built = {role: (cls, parts.BUILDERS[cls](weights == "tiny")) for role, cls in found}
+        module = parts.Models(built).to(dtype).eval()
+        audio = parts.waveforms(cfg.materialise.seed, dtype, parts.TINY_SECONDS if weights == "tiny" else parts.CHUNK_SECONDS)
+        inputs = {"waveforms": audio}
+        inputs.update({role: parts.targets(cls, model, audio.shape[-1], cfg.materialise.seed)
+                       for role, (cls, model) in built.items()})
+        notes = {"weights": weights, "models": ",".join(f"{role}={cls}" for role, cls in found),
+                 "models_source": "name table", "waveform": f"{audio.shape[-1]} samples at {parts.SAMPLE_RATE} Hz",
+                 "model_parameters": ",".join(f"{role}={count_parameters(m)}" for role, (_, m) in built.items())}
+        if self.claims(ref):
+            notes["library"] = "pyannote-audio (from the id; the listing names no library)"
+        return Built(model=module, inputs=inputs, architecture=self.architecture(ref) or "", model_type=None,
+                     num_parameters=count_parameters(module), has_labels=True, notes=notes)
+
+
+def models(ref: ModelRef) -> tuple[tuple[str, str], ...] | None:
+    """The (role, class) pairs of the models the id names, or None."""
+    name = ref.model_id.lower()
+    return next((found for pattern, found in ARCHITECTURES if re.search(pattern, name)), None)
+
+
+def _quiet_import() -> None:
+    """Import pyannote.audio with its telemetry off (it would post to pyannote's servers)
+    and without its warning that torchcodec cannot decode files (the sweep feeds tensors)."""
+    os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*torchcodec is not installed correctly")
+        import pyannote.audio  # noqa: F401

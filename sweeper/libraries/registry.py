@@ -52,6 +52,9 @@ def library_for(ref: ModelRef) -> Library:
     if found is not None:
         raise found
     for library in libraries():
+        if library.claims(ref):
+            return library
+    for library in libraries():
         if library.owns(ref):
             return library
     names = ", ".join(sorted(lib.name for lib in libraries()))

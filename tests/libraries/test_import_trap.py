@@ -68,3 +68,38 @@ def test_without_the_fix_transformers_breaks():
         pytest.skip("torchvision's extension loads here: no trap to show")
     done = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "torchvision::nms does not exist" in done.stderr
+
+
+needs_torchaudio = pytest.mark.skipif(importlib.util.find_spec("torchaudio") is None,
+                                      reason="torchaudio is not installed (the libraries extra adds it with pyannote.audio)")
+
+
+@needs_torchaudio
+def test_pyannote_imports_beside_transformers_and_timm_and_its_audio_front_ends_run():
+    out = _run("""
+        import sweeper
+        from transformers import BertModel
+        import timm, torch
+        import pyannote.audio
+        from pyannote.audio.models.embedding import WeSpeakerResNet34
+        from torchaudio.compliance import kaldi
+        from torchaudio.transforms import MFCC
+        from sweeper.libraries import audio_compat
+        wave = torch.randn(1, 16000)
+        fbank = kaldi.fbank(wave, num_mel_bins=80, sample_frequency=16000)
+        mfcc = MFCC(sample_rate=16000, n_mfcc=20)(wave)
+        print(audio_compat.state, tuple(fbank.shape), tuple(mfcc.shape))
+    """)
+    state, rest = out.split(" ", 1)
+    assert state in ("compat", "native")
+    assert rest.strip() == "(98, 80) (1, 20, 81)"
+
+
+@needs_torchaudio
+def test_without_the_fix_torchaudio_does_not_import():
+    """The trap: torchaudio's wheel is a CUDA build; its extension loader raises beside the
+    CPU torch unless audio_compat tells it the extension is not built."""
+    done = subprocess.run([sys.executable, "-c", "import torchaudio"], capture_output=True, text=True, timeout=300)
+    if done.returncode == 0:
+        pytest.skip("torchaudio's extension loads here: no trap to show")
+    assert "_torchaudio" in done.stderr and "OSError" in done.stderr

@@ -1,6 +1,6 @@
 """Per library: a tiny model of each supported family runs every stage on cpu and trnsim.
 
-One family per library runs in the fast suite, on trnsim (whose load stage runs the CPU
+One family per library (pyannote: three, each quick) runs in the fast suite, on trnsim (whose load stage runs the CPU
 reference too); the cpu runs and the other families are marked slow. On trnsim a
 stage may fail for the device's or the lowering tool's reasons (that is what a sweep
 reports); what must not happen is a stage that never ran or a failure of ours.
@@ -23,6 +23,10 @@ FAST = [
     ("laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "open_clip", None),
     ("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers", "bert"),
     ("stabilityai/sdxl-vae", "diffusers", None),
+    # pyannote: each family's trnsim run takes 10-15 s here, so all three are in the fast suite.
+    ("pyannote/embedding", "pyannote-audio", None),
+    ("pyannote/segmentation-3.0", "pyannote-audio", None),
+    ("pyannote/wespeaker-voxceleb-resnet34-LM", "pyannote-audio", None),
 ]
 SLOW = [
     ("timm/resnet50.a1_in1k", "timm", None),
@@ -37,6 +41,7 @@ SLOW = [
     ("stabilityai/stable-diffusion-3.5-medium", "diffusers", None),
     ("lllyasviel/sd-controlnet-canny", "diffusers", None),
     ("sjrhuschlee/flan-t5-large-squad2", "peft", "t5"),
+    ("pyannote/speaker-diarization-3.1", "pyannote-audio", None),
 ]
 
 

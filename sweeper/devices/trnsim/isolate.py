@@ -36,6 +36,7 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float, extra_memory: int) ->
         os.close(read_fd)
         try:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            _one_thread()
             payload = pickle.dumps(("ok", fn()))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
             payload = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
@@ -56,6 +57,17 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float, extra_memory: int) ->
     if status == "error":
         raise Overrun(value)
     return value
+
+
+def _one_thread() -> None:
+    """Run the child's torch ops on its own thread: the parent's OpenMP pool does not
+    survive the fork, and the first op big enough to go parallel (Torch-MLIR's as_strided
+    rewrite builds index tensors of a whole frame matrix) would wait on it forever."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _read_all(fd: int, deadline: float) -> bytes | None:
