@@ -310,7 +310,8 @@ def _grads_and_random(n: dict[str, Any], weighted: bool, link: bool) -> str:
     parts = []
     if n.get("within_noise"):
         parts.append(f"{num(n['within_noise'])} model(s) differ past the tolerance but within a small multiple of the "
-                     "CPU's own run-to-run noise (a second CPU run, same seed): recorded as `numerics.within_noise`, "
+                     "CPU reference's own error (a second CPU run with the same seed; in float32 sweeps also the "
+                     "distance of both results from a float64 CPU run): recorded as `numerics.within_noise`, "
                      "not failures.")
     if n.get("grads_compared"):
         worst = n["grads_worst"]
