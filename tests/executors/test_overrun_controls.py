@@ -56,6 +56,7 @@ def test_an_overrun_the_cpu_does_not_repeat_is_the_devices():
     record = _one("fault/oom-1", ControlledCheck("pass"), memory_limit_mb=300, timeout=30)
     assert (record.reason.kind, record.reason.origin) == (ReasonKind.OOM, Origin.DEVICE)
     assert record.control["status"] == "pass"
+    assert record.control["peak_rss_mb"] > 0  # the fresh worker's own peak, beside the device run's overrun
     assert record.outcome is Outcome.DEVICE
 
 
