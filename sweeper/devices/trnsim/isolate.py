@@ -36,6 +36,7 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float, extra_memory: int) ->
         os.close(read_fd)
         try:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            _one_thread()
             payload = pickle.dumps(("ok", fn()))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
             payload = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
@@ -56,6 +57,19 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float, extra_memory: int) ->
     if status == "error":
         raise Overrun(value)
     return value
+
+
+def _one_thread() -> None:
+    """Run the child's torch ops serially. The fork copied the parent's OpenMP state but not
+    its worker threads: the first parallel op (a large ``torch.full`` while importing a
+    graph) waits at a barrier for threads that do not exist, forever, and the lowering
+    looked like one that ran past its time (``sweep one``, whose process uses more than
+    one thread; sweep workers use one)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _read_all(fd: int, deadline: float) -> bytes | None:
