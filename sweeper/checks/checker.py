@@ -96,11 +96,17 @@ class Checker:
     def control(self, ref: ModelRef, stage: str) -> dict[str, Any]:
         """The CPU control of a stage whose worker crashed, hung or ran out of memory: the
         model built afresh and run up to ``stage`` on the CPU (called in a fresh worker,
-        under the same time and memory limits). What happened, as the record keeps it."""
+        under the same time and memory limits). What happened, as the record keeps it.
+
+        Like for like: the device run's worker held the CPU reference (output and gradients,
+        for numerics) through its device stages, so the control computes and holds the same
+        reference. Without it the control would fit in less memory than the device run by
+        the reference's size, and a host-side overrun would pass for the device's."""
         from sweeper.devices.base import get_device
 
         cfg = self.cfg.replace(device="cpu", compile_backend=control.CONTROL_BACKEND, stages=(stage,))
-        record = _check(ref, cfg, get_device("cpu"), failed=None, on_stage=self.on_stage)
+        held = frozenset(s.value for s in selected_stages(self.cfg.check.stages))
+        record = _check(ref, cfg, get_device("cpu"), failed=None, on_stage=self.on_stage, reference_of=held)
         return control.verdict_of(record, stage)
 
     def between_models(self) -> None:
@@ -122,10 +128,11 @@ def check_model(ref: ModelRef, cfg: SweepConfig, *, on_stage: Callable[[str], No
 
 def _check(
     ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
-    on_stage: Callable[[str], None] | None = None,
+    on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
 ) -> ModelRecord:
     """Run the selected stages for ``ref`` on ``device``; ``failed``: the device could not
-    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts."""
+    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts;
+    ``reference_of``: hold the CPU reference of these stages even on the CPU (a control)."""
     started = time.perf_counter()
     record = base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
     record.repro = repro_command(ref, cfg)
@@ -133,7 +140,7 @@ def _check(
         if failed is not None or device is None:
             raise failed or RuntimeError("no device")
         record.versions = versions(device)
-        _run_stages(ref, cfg, device, record, on_stage=on_stage)
+        _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of)
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
@@ -152,11 +159,12 @@ def selected_stages(names: Collection[str]) -> list[Stage]:
 
 
 def _run_stages(
-    ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *, on_stage: Callable[[str], None] | None = None
+    ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *,
+    on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
 ) -> None:
     selected = selected_stages(cfg.check.stages)
     runs = frozenset(s.value for s in selected)
-    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage)
+    ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage, reference_of=reference_of)
     passed: set[Stage] = set()
     stop = False
     device.reset_peak_memory()

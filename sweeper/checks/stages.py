@@ -56,14 +56,18 @@ class StageContext:
     # Told each stage's name as it starts (a worker's crash breadcrumbs, so a record of a
     # process that died can name the stage); None tells no one.
     on_stage: Callable[[str], None] | None = None
+    # Set on the CPU control of a worker overrun: the stages whose CPU reference its device
+    # run held. The control runs and holds the same reference (on the CPU too), so both
+    # runs carry the same host-side work under the same memory limit.
+    reference_of: frozenset[str] | None = None
 
 
 def load(ctx: StageContext) -> None:
     """Build the model and inputs on the CPU; run the CPU reference for numerics."""
     ctx.built = build_model(ctx.ref, ctx.cfg)
     # Whatever runs the forward compares it: by the stages that run, not only those named.
-    wanted = ctx.runs or frozenset(ctx.cfg.check.stages)
-    if ctx.device.torch_device != "cpu" and wanted & {"forward", "backward"}:
+    wanted = ctx.reference_of or ctx.runs or frozenset(ctx.cfg.check.stages)
+    if (ctx.device.torch_device != "cpu" or ctx.reference_of is not None) and wanted & {"forward", "backward"}:
         # pristine: caches the CPU forward fills stay off the model the device runs.
         with pristine(ctx.built.model):
             run = cpu_reference(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.materialise.seed,

@@ -20,6 +20,7 @@ import faulthandler
 import gc
 import os
 import pickle
+import resource
 import signal
 import sys
 import threading
@@ -174,7 +175,12 @@ def run_control(check: Check, ref: ModelRef, stage: str) -> dict[str, Any] | Non
         return None
     breadcrumbs.begin(ref.key)
     try:
-        return control(ref, stage)
+        verdict = control(ref, stage)
+        if isinstance(verdict, dict):
+            # This fresh worker's peak (the kernel's count, not a poll): how far under the
+            # limit the CPU ran the same work, beside the device run's overrun.
+            verdict["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return verdict
     except BaseException as exc:  # noqa: BLE001 - a control that cannot run proves nothing
         text = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return {"stage": stage, "status": Status.ERROR.value, "backend": None,

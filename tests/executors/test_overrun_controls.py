@@ -31,10 +31,32 @@ def test_a_host_memory_overrun_the_cpu_repeats_is_the_harness():
     assert record.outcome is Outcome.HARNESS  # decided again after the control, not on the crash alone
 
 
+def test_the_control_holds_the_cpu_reference_its_device_run_held():
+    """facebook/sam2-hiera-large: the device run's worker held the CPU reference (output and
+    gradients, for numerics) through its device stages; the control did not, passed in less
+    memory, and the overrun was blamed on the device. With the reference held by both, the
+    overrun is host-side work our limit does not fit: the harness's."""
+    from heavy_reference import HeavyChecker
+
+    from sweeper.executors import breadcrumbs
+
+    # Measured (MiB): device run ~2290, control holding the reference ~2090, control
+    # without it ~1080; a 1600 limit sits between, with room for another worker's baseline.
+    cfg = SweepConfig.of(device="trnsim", workers=1, memory_limit_mb=1600, timeout=120,
+                         stages=("load", "to_device", "forward", "backward"))
+    got = collect(ProcessExecutor(cfg), refs("heavy/reference"), cfg, HeavyChecker.for_settings(cfg, on_stage=breadcrumbs.mark))
+    record = got[0]
+    assert (record.status, record.reason.kind) == (Status.CRASH, ReasonKind.OOM), (record.reason, record.notes)
+    assert record.control is not None and record.control["status"] == "crash", (record.reason, record.control)
+    assert record.reason.origin is Origin.HARNESS and "host-side" in record.reason.message
+    assert record.outcome is Outcome.HARNESS
+
+
 def test_an_overrun_the_cpu_does_not_repeat_is_the_devices():
     record = _one("fault/oom-1", ControlledCheck("pass"), memory_limit_mb=300, timeout=30)
     assert (record.reason.kind, record.reason.origin) == (ReasonKind.OOM, Origin.DEVICE)
     assert record.control["status"] == "pass"
+    assert record.control["peak_rss_mb"] > 0  # the fresh worker's own peak, beside the device run's overrun
     assert record.outcome is Outcome.DEVICE
 
 

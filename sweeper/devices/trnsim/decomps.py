@@ -104,9 +104,22 @@ EXTRA: dict[Any, Callable[..., Any]] = {
 }
 
 
+# Decompositions that turn an op that does not alias into one that does. AOT autograd
+# decides which graph outputs alias what before it decomposes, and the graph runs as traced:
+# ``_unsafe_view`` (what ``reshape`` of a non-contiguous tensor becomes) decomposed to
+# ``view`` made a graph output a view of an intermediate that AOT returns from inside its
+# autograd Function, so an in-place write to it after a graph break was refused ("a view
+# created inside a custom Function": longformer's global-attention setitem). A compiler
+# that hands back fresh buffers never shows this; ours runs the graph as traced, so the op
+# stays whole (Torch-MLIR lowers it).
+ALIAS_CHANGING = frozenset({aten._unsafe_view.default})
+
+
 def compiler_decompositions(profile: Profile) -> dict[Any, Callable[..., Any]]:
     """Core ATen + Torch-MLIR's table + ``EXTRA``, minus every op the profile does not
-    compile natively (those stay whole, to be refused by name)."""
+    compile natively (those stay whole, to be refused by name) and minus decompositions
+    that would make a non-aliasing output a view (``ALIAS_CHANGING``)."""
     table = {**decomposition_table(), **EXTRA}
     return {op: fn for op, fn in table.items()
-            if isinstance(op, torch._ops.OpOverload) and profile.policy(op_name(op), "compile") == "native"}
+            if isinstance(op, torch._ops.OpOverload) and op not in ALIAS_CHANGING
+            and profile.policy(op_name(op), "compile") == "native"}
