@@ -75,35 +75,37 @@ def bert(gen: Any) -> tuple[Any, dict[str, Any]]:
     return BertModel(config, add_pooling_layer=False), _tokens(gen)
 
 
-def _vision_config(cls: Any) -> Any:
+def _pixels(gen: Any) -> dict[str, Any]:
+    import torch
+
+    return {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=gen)}
+
+
+def _vision_config(cls: Any, **extra: Any) -> Any:
+    """A vision tower's config: 2 layers at the text width, 32-pixel images in 8-pixel patches."""
     return cls(hidden_size=TEXT_DIM, intermediate_size=2 * TEXT_DIM, num_hidden_layers=2, num_attention_heads=2,
-               image_size=32, patch_size=8, projection_dim=TEXT_DIM) if "CLIP" in cls.__name__ else \
-        cls(hidden_size=TEXT_DIM, intermediate_size=2 * TEXT_DIM, num_hidden_layers=2, num_attention_heads=2,
-            image_size=32, patch_size=8)
+               image_size=32, patch_size=8, **extra)
 
 
 def clip_vision_projection(gen: Any) -> tuple[Any, dict[str, Any]]:
     """CLIPVisionModelWithProjection (Stable Video Diffusion's and zero123's image encoder)."""
-    import torch
     from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
 
-    return CLIPVisionModelWithProjection(_vision_config(CLIPVisionConfig)), {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=gen)}
+    return CLIPVisionModelWithProjection(_vision_config(CLIPVisionConfig, projection_dim=TEXT_DIM)), _pixels(gen)
 
 
 def clip_vision(gen: Any) -> tuple[Any, dict[str, Any]]:
     """CLIPVisionModel (Wan image-to-video's image encoder)."""
-    import torch
     from transformers import CLIPVisionConfig, CLIPVisionModel
 
-    return CLIPVisionModel(_vision_config(CLIPVisionConfig)), {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=gen)}
+    return CLIPVisionModel(_vision_config(CLIPVisionConfig, projection_dim=TEXT_DIM)), _pixels(gen)
 
 
 def siglip_vision(gen: Any) -> tuple[Any, dict[str, Any]]:
     """SiglipVisionModel (FLUX.1 Redux's image encoder)."""
-    import torch
     from transformers import SiglipVisionConfig, SiglipVisionModel
 
-    return SiglipVisionModel(_vision_config(SiglipVisionConfig)), {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=gen)}
+    return SiglipVisionModel(_vision_config(SiglipVisionConfig)), _pixels(gen)
 
 
 # model_index.json class name -> builder.

@@ -113,7 +113,8 @@ def hunyuan_dit(gen: Any) -> tuple[Any, dict[str, Any]]:
                    "text_embedding_mask": torch.ones(BATCH, TEXT_LEN, dtype=torch.long),
                    "encoder_hidden_states_t5": _randn(gen, BATCH, TEXT_LEN, TEXT_DIM),
                    "text_embedding_mask_t5": torch.ones(BATCH, TEXT_LEN, dtype=torch.long),
-                   "image_meta_size": torch.tensor([[64.0, 64, 64, 64, 0, 0]] * BATCH), "style": torch.zeros(BATCH, dtype=torch.long),
+                   "image_meta_size": torch.tensor([[64.0, 64, 64, 64, 0, 0]] * BATCH),
+                   "style": torch.zeros(BATCH, dtype=torch.long),
                    "image_rotary_emb": rotary}
 
 
