@@ -38,7 +38,7 @@ def merge(record: ModelRecord, parts: dict[str, ModelRecord], *, classes: dict[s
                 record.blockers.append(found)
         for op, count in sub.fallback_ops.items():
             record.fallback_ops[op] = record.fallback_ops.get(op, 0) + count
-        record.compile_problems.extend(p for p in sub.compile_problems if p not in record.compile_problems)
+        record.compile_problems.extend(f"{name}: {p}" for p in sub.compile_problems if f"{name}: {p}" not in record.compile_problems)
         record.graph_breaks += sub.graph_breaks
         record.graph_break_reasons.extend(r for r in sub.graph_break_reasons if r not in record.graph_break_reasons)
         if sub.control is not None and record.control is None:

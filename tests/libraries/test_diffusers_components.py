@@ -78,6 +78,10 @@ def test_a_failing_component_fails_the_repo_and_the_blocker_names_it(tmp_path, m
     assert record.stages["forward"].status is Status.FAIL
     assert record.stages["forward"].reason.message.startswith("vae: ")
     assert all(b.message.startswith("vae: ") for b in record.blockers)
+    from sweeper.report.one_model import describe_record
+
+    text = describe_record(record)  # what `sweep one` prints
+    assert "components (model_index.json):" in text and "text_encoder" in text and "forward=fail" in text
     assert record.reason.kind is ReasonKind.UNSUPPORTED_OP and "group_norm" in (record.reason.op or ""), record.reason
 
 
