@@ -140,3 +140,18 @@ def test_a_repo_the_table_cannot_map_names_what_is_missing(model_id, missing, mo
     record = check_model(_ref(model_id), _cfg("cpu", stages=("load",)))
     assert record.reason is not None and record.reason.kind is ReasonKind.CONFIG_ERROR
     assert record.outcome is Outcome.ENVIRONMENT and missing in record.reason.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device", ["cpu", "trnsim"])
+@pytest.mark.parametrize("model_id", [m for m, _ in NAME_TABLE_ROWS])
+def test_every_name_table_family_runs_every_stage(model_id, device, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    record = check_model(_ref(model_id), SweepConfig.of(device=device, collect_all=True))
+    assert all(r.status is not Status.BLOCKED for r in record.stages.values()), record.stages
+    for name, part in record.notes["component_stages"].items():
+        assert list(part["stages"]) == list(STAGES), name
+    if device == "cpu":
+        assert record.status is Status.PASS, record.reason
+    for reason in record.blockers:  # the device's (or its lowering tool's) findings only
+        assert reason.origin in (Origin.DEVICE, Origin.LOWERING_TOOL), reason
