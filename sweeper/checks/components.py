@@ -45,6 +45,8 @@ def merge(record: ModelRecord, parts: dict[str, ModelRecord], *, classes: dict[s
             record.control = {**sub.control, "component": name}
     diffs = [s.max_abs_diff for s in parts.values() if s.max_abs_diff is not None]
     record.max_abs_diff = max(diffs) if diffs else None
+    peaks = [s.peak_memory_bytes for s in parts.values() if s.peak_memory_bytes is not None]
+    record.peak_memory_bytes = max(peaks, default=record.peak_memory_bytes)  # taken after the stages, not the build
     record.numerics = _numerics(parts)
     record.notes["component_stages"] = {name: _summary(sub, classes.get(name)) for name, sub in parts.items()}
     record.reason = record.blockers[0] if record.blockers else None
