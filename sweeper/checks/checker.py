@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sweeper.checks import control, origins, stages
+from sweeper.checks import components, control, origins, stages
 from sweeper.checks.classify import classify
 from sweeper.checks.repro import repro_command
 from sweeper.checks.versions import versions
 from sweeper.devices.base import Device, Recording
 from sweeper.devices.spec import DeviceSpec
+from sweeper.libraries.built import Built
 from sweeper.records import (
     ModelRecord,
     ModelRef,
@@ -165,10 +166,39 @@ def _run_stages(
     selected = selected_stages(cfg.check.stages)
     runs = frozenset(s.value for s in selected)
     ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage, reference_of=reference_of)
+    device.reset_peak_memory()
+    _run_loop(selected, ctx, device, record)
+    _attribute(record, ctx, device)
+    _finish(record, ctx, device)
+    if ctx.built is not None and ctx.built.components:
+        # A model of several (a diffusers pipeline): load built them all; each component
+        # runs every selected stage on its own, and the record is their sum.
+        checked = {name: _check_part(name, part, selected, ctx, device) for name, part in ctx.built.components.items()}
+        components.merge(record, checked, classes={n: p.architecture for n, p in ctx.built.components.items()})
+
+
+def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.StageContext, device: Device) -> ModelRecord:
+    """One component's own record: its CPU reference (its load), then the other stages."""
+    sub = base_record(ctx.ref, sweep_id="", device=ctx.cfg.device.spec, status=Status.PASS,
+                      weights=ctx.cfg.materialise.weights, dtype=ctx.cfg.device.dtype)
+    sub_ctx = stages.StageContext(ref=ctx.ref, cfg=ctx.cfg, device=device, runs=ctx.runs, built=part, part=name,
+                                  on_stage=ctx.on_stage, reference_of=ctx.reference_of)
+    _run_loop(selected, sub_ctx, device, sub)
+    _attribute(sub, sub_ctx, device)
+    _finish(sub, sub_ctx, device)
+    with contextlib.suppress(Exception):  # the next component has the device to itself
+        part.model.to("cpu")
+    return sub
+
+
+def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, record: ModelRecord) -> None:
+    """Run ``selected`` in order into ``record``; a model of several components stops
+    after its load (each component runs the rest)."""
     passed: set[Stage] = set()
     stop = False
-    device.reset_peak_memory()
     for stage in selected:
+        if ctx.built is not None and ctx.built.components:
+            break
         if stop or not all(n in passed for n in NEEDS[stage]):
             record.stages[stage.value] = StageResult(Status.BLOCKED)
             continue
@@ -181,10 +211,8 @@ def _run_stages(
         # or only a soft one) produced what later stages need.
         if completed or (result.reason is not None and kind_info(result.reason.kind).soft):
             passed.add(stage)
-        elif not cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
+        elif not ctx.cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
             stop = True
-    _attribute(record, ctx, device)
-    _finish(record, ctx, device)
 
 
 def _run_one(

@@ -52,7 +52,7 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
     happened, as the record keeps it. The device run's model is not reused: whatever it
     built on the device (caches, buffers made in forward) would leak into the control."""
     cfg = ctx.cfg.replace(device="cpu", compile_backend=CONTROL_BACKEND)
-    cpu = stages.StageContext(ref=ctx.ref, cfg=cfg, device=get_device("cpu"), runs=frozenset({"load"}))
+    cpu = stages.StageContext(ref=ctx.ref, cfg=cfg, device=get_device("cpu"), runs=frozenset({"load"}), part=ctx.part)
     torch.manual_seed(SEED)
     try:
         stages.load(cpu)  # on the CPU device: builds, no reference run

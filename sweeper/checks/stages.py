@@ -60,11 +60,20 @@ class StageContext:
     # run held. The control runs and holds the same reference (on the CPU too), so both
     # runs carry the same host-side work under the same memory limit.
     reference_of: frozenset[str] | None = None
+    # The component this context checks, of a model built as several (a diffusers
+    # pipeline's ``Built.components``); None: the model itself.
+    part: str | None = None
 
 
 def load(ctx: StageContext) -> None:
-    """Build the model and inputs on the CPU; run the CPU reference for numerics."""
-    ctx.built = build_model(ctx.ref, ctx.cfg)
+    """Build the model and inputs on the CPU; run the CPU reference for numerics. A model
+    of several components takes no reference of its own: each component's check does."""
+    if ctx.built is None:
+        ctx.built = build_model(ctx.ref, ctx.cfg)
+        if ctx.part is not None:  # a component's control: built afresh with its pipeline
+            ctx.built = ctx.built.components[ctx.part]
+    if ctx.built.components:
+        return
     # Whatever runs the forward compares it: by the stages that run, not only those named.
     wanted = ctx.reference_of or ctx.runs or frozenset(ctx.cfg.check.stages)
     if (ctx.device.torch_device != "cpu" or ctx.reference_of is not None) and wanted & {"forward", "backward"}:

@@ -19,3 +19,6 @@ class Built:
     # Whether ``inputs`` carry labels, so the output has the model's own loss.
     has_labels: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
+    # A model that is several (a diffusers pipeline): each component, by name, checked on
+    # its own through every stage; empty for a model that is one.
+    components: dict[str, Built] = field(default_factory=dict)

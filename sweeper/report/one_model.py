@@ -18,6 +18,7 @@ def describe_record(record: ModelRecord) -> str:
     for name, result in record.stages.items():
         why = f"  {result.reason.kind.value} [{result.reason.origin.value}]: {result.reason.message}" if result.reason else ""
         lines.append(f"  {name:<10} {result.status.value:<8} {result.seconds:7.2f}s{why}")
+    lines.extend(_components(record))
     for blocker in record.blockers[1:]:
         op = f" {blocker.op}" if blocker.op else ""
         lines.append(f"also blocked by: {blocker.kind.value}{op} [{blocker.origin.value}, {blocker.stage}]: {blocker.message}")
@@ -50,4 +51,17 @@ def _numerics(record: ModelRecord) -> list[str]:
         lines.append(f"max |device - cpu|: {record.max_abs_diff:.3g}")
     if isinstance(n.get("nondeterministic"), dict):
         lines.append(f"nondeterministic: two CPU runs differ by {n['nondeterministic']['max_abs']:.3g}; not judged")
+    return lines
+
+
+def _components(record: ModelRecord) -> list[str]:
+    """A model of several components (a diffusers pipeline): each one's status and stages."""
+    parts = record.notes.get("component_stages")
+    if not isinstance(parts, dict):
+        return []
+    lines = [f"components ({record.notes.get('components_source') or '?'}):"]
+    for name, part in parts.items():
+        stages = " ".join(f"{stage}={status}" for stage, status in (part.get("stages") or {}).items())
+        why = f"  [{part['reason']}]" if part.get("reason") else ""
+        lines.append(f"  {name:<14} {part.get('class') or '?'}: {str(part.get('status')).upper()}  {stages}{why}")
     return lines

@@ -78,9 +78,14 @@ def test_diffusers_components_come_from_model_index_when_known_else_the_name_tab
              "vae": ["diffusers", "AutoencoderKL"], "text_encoder": ["transformers", "CLIPTextModel"]}
     spec, source = components(_ref("someone/custom-model", "diffusers", config=index))
     assert source == "model_index.json" and spec["unet"] == ("UNet2DConditionModel", {"sdxl": True, "in_channels": 4})
+    assert spec["text_encoder"] == ("CLIPTextModel", {})  # a transformers component, checked too
     spec, source = components(_ref("SG161222/Realistic_Vision_V5.1_noVAE", "diffusers"))
-    assert source == "name table" and list(spec) == ["unet"]  # "noVAE" is not a VAE
-    assert components(_ref("ashawkey/zero123-xl-diffusers", "diffusers")) is None  # not SDXL
+    assert source == "name table" and "vae" not in spec  # "noVAE" is not a VAE
+    spec, _ = components(_ref("ashawkey/zero123-xl-diffusers", "diffusers"))  # not SDXL: zero123's 8-channel UNet
+    assert spec["unet"] == ("UNet2DConditionModel", {"in_channels": 8})
+    spec, _ = components(_ref("XLabs-AI/flux-RealismLora", "diffusers"))  # "XLabs" is no SDXL either
+    assert spec == {"transformer": ("FluxTransformer2DModel", {"lora": True})}
+    assert components(_ref("ByteDance/Hyper-SD", "diffusers")) is None  # LoRAs of several bases
 
 
 @pytest.mark.parametrize(("model_id", "fmt"), [

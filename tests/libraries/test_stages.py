@@ -82,7 +82,7 @@ def test_a_diffusers_record_lists_its_components_and_where_they_came_from(monkey
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     record = check_model(ModelRef("stable-diffusion-v1-5/stable-diffusion-v1-5", 1, library_name="diffusers", source="catalog"),
                          SweepConfig.of(device="cpu", stages=("load",)))
-    assert record.notes["components"] == "unet=UNet2DConditionModel,vae=AutoencoderKL"
+    assert record.notes["components"] == "unet=UNet2DConditionModel,vae=AutoencoderKL,text_encoder=CLIPTextModel"
     assert record.notes["components_source"] == "name table"
 
 
