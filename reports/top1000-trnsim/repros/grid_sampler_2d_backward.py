@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.grid_sampler_2d_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((8, 32, 1029, 4), torch.float32), ((8, 32, 28, 28), torch.float32), ((8, 1029, 4, 2), torch.float32)]
+INPUTS = [((16, 32, 1029, 4), torch.float32), ((16, 32, 28, 28), torch.float32), ((16, 1029, 4, 2), torch.float32)]
 
 
 def build() -> torch.fx.GraphModule:
