@@ -10,6 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 
+def main_inputs(model: Any, default: str = "input_ids") -> tuple[str, ...]:
+    """The model's main input names: transformers' ``main_input_name`` is one name, or a
+    list of them (OneFormer's ``["pixel_values", "task_inputs"]``)."""
+    main = getattr(model, "main_input_name", default)
+    return tuple(main) if isinstance(main, (list, tuple)) else (main,)
+
+
 def _time_series(ctx: Any, model: Any) -> None:
     """Forecasters: past values cover context + lags; future values give the loss."""
     import torch
@@ -127,7 +134,6 @@ def _generic_inputs(ctx: Any, model: Any) -> None:
 
     from sweeper.libraries.transformers.signals import RULES, token_ids
 
-    from sweeper.libraries.transformers.inputs import main_inputs
 
     rule = RULES.get(main_inputs(getattr(model, "encoder", None), "")[0])
     if rule is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from sweeper.libraries.transformers.input_rules import main_inputs
 from sweeper.libraries.transformers.signals import RULES, TEXT_SIDE, InputContext, ones, token_ids
 from sweeper.settings.errors import InputSynthesisError
 
@@ -55,13 +56,6 @@ def forward_params(model: Any) -> dict[str, inspect.Parameter]:
     sig = inspect.signature(model.forward)
     skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     return {n: p for n, p in sig.parameters.items() if p.kind not in skip and n != "self"}
-
-
-def main_inputs(model: Any, default: str = "input_ids") -> tuple[str, ...]:
-    """The model's main input names: transformers' ``main_input_name`` is one name, or a
-    list of them (OneFormer's ``["pixel_values", "task_inputs"]``)."""
-    main = getattr(model, "main_input_name", default)
-    return tuple(main) if isinstance(main, (list, tuple)) else (main,)
 
 
 def _wanted(model: Any, ctx: InputContext, head_kind: str | None) -> list[str]:
