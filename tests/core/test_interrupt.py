@@ -28,7 +28,10 @@ def _interrupt(tmp_path: Path, executor: str, sig: int) -> tuple[subprocess.Comp
     # tiny models finished all 20 between the first record and the signal.
     args = [*SWEEP, "--top", "20", "--source", "zoo", "--device", "cpu", "--stages", "load,forward,backward,compile",
             "--compile-backend", "aot_eager", "--executor", executor, "--workers", "1", "--out", str(out), "--no-report"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # A shell without job control starts background jobs with SIGINT ignored, and Python keeps
+    # an ignored SIGINT ignored: the sweep gets Ctrl-C's default, as in a terminal.
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     records = out / "records.jsonl"
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:

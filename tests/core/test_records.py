@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sweeper.records import SCHEMA_VERSION, ModelRecord, ModelRef, Reason, ReasonKind, StageResult, Status, base_record
 
 
@@ -128,13 +130,16 @@ def test_outcome_rule_for_skips_and_empty_failures():
     assert (rec.outcome, rec.reason, rec.status) == (Outcome.DEVICE, crash, Status.CRASH)  # status follows the reason
 
 
-def test_the_committed_reports_still_load_and_decide_longformer_as_device():
+@pytest.mark.parametrize("report", ["top1000-trnsim", "top1000-trnsim-bf16"])
+def test_the_committed_reports_load_and_each_outcome_is_the_rule_over_its_blockers(report):
+    import copy
     from pathlib import Path
 
-    from sweeper.records import Outcome
-
-    path = Path(__file__).resolve().parents[2] / "reports" / "top1000-trnsim" / "records.jsonl"
+    path = Path(__file__).resolve().parents[2] / "reports" / report / "records.jsonl"
     records = [ModelRecord.from_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(records) > 900 and all(r.outcome is not None for r in records)
-    longformer = next(r for r in records if r.model_id == "jpwahle/longformer-base-plagiarism-detection")
-    assert longformer.outcome is Outcome.DEVICE and longformer.reason.origin.value == "device"
+    for record in records:
+        again = copy.deepcopy(record).settle()
+        assert (again.outcome, again.reason) == (record.outcome, record.reason), record.model_id
+        if record.reason is not None and record.outcome.value in ("device", "lowering_tool", "harness", "model"):
+            assert record.reason.origin.value == record.outcome.value, record.model_id
