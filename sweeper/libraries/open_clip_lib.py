@@ -17,6 +17,7 @@ from typing import Any
 from sweeper.libraries import vision
 from sweeper.libraries.base import Library, count_parameters, seeded_build, with_loss
 from sweeper.libraries.built import Built
+from sweeper.libraries.open_clip_text import TEXT_TOWERS, offline_text_towers
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
@@ -51,19 +52,26 @@ class OpenClip(Library):
                               "needed, not known offline)")
         weights = cfg.materialise.weights
         model_cfg = copy.deepcopy(open_clip.get_model_config(name))
-        if "hf_model_name" in model_cfg.get("text_cfg", {}) and weights != "pretrained":
-            raise ConfigError(f"{ref.model_id}: its text tower is the transformers model "
-                              f"{model_cfg['text_cfg']['hf_model_name']!r}, whose config is not known offline")
+        hf_text = model_cfg.get("text_cfg", {}).get("hf_model_name")
+        if hf_text and weights != "pretrained" and hf_text not in TEXT_TOWERS:
+            raise ConfigError(f"{ref.model_id}: its text tower is the transformers model {hf_text!r}, whose config "
+                              "is not known offline")
         notes: dict[str, Any] = {"weights": weights, "open_clip_model": name}
+        if hf_text:
+            notes["text_tower"] = f"transformers {hf_text} (released config from sweeper's table)"
         overrides = _tiny(model_cfg) if weights == "tiny" else {}
+        if hf_text and weights != "pretrained":  # open_clip would load the tower's Hub weights
+            overrides.setdefault("text_cfg", dict(model_cfg["text_cfg"]))["hf_model_pretrained"] = False
         pretrained = f"hf-hub:{ref.model_id}" if weights == "pretrained" else None
-        with _tiny_timm(weights == "tiny"):
+        with _tiny_timm(weights == "tiny"), offline_text_towers(tiny=weights == "tiny"):
             model = seeded_build(lambda: open_clip.create_model(pretrained or name, pretrained=None, output_dict=True,
                                                                 **overrides), cfg.materialise.seed)
         model = model.to(vision.torch_dtype(cfg))
         size = TINY_IMAGE if weights == "tiny" else model.visual.image_size
         context = overrides.get("text_cfg", model_cfg.get("text_cfg", {})).get("context_length", 77)
         vocab = overrides.get("text_cfg", model_cfg.get("text_cfg", {})).get("vocab_size", 49408)
+        if hf_text:  # a transformers tower: its own vocabulary (shrunk when tiny)
+            vocab = min(vocab, model.text.config.vocab_size)
         import torch
 
         gen = torch.Generator().manual_seed(cfg.materialise.seed)

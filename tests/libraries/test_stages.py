@@ -35,6 +35,7 @@ SLOW = [
     ("timm/mobilenetv3_small_100.lamb_in1k", "timm", None),
     ("timm/ViT-SO400M-14-SigLIP-384", "open_clip", None),
     ("laion/CLIP-convnext_base_w-laion2B-s13B-b82K-augreg", "open_clip", None),
+    ("laion/CLIP-ViT-B-32-roberta-base-laion2B-s12B-b32k", "open_clip", None),  # a transformers text tower
     ("stable-diffusion-v1-5/stable-diffusion-v1-5", "diffusers", None),
     ("stabilityai/stable-diffusion-xl-base-1.0", "diffusers", None),
     ("black-forest-labs/FLUX.1-schnell", "diffusers", None),
