@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 
 from sweeper.libraries.base import Library
 from sweeper.libraries.formats import not_pytorch
+from sweeper.libraries.undriven import why_not_driven
 from sweeper.records import ModelRef
 from sweeper.settings.errors import UnsupportedLibraryError
 
@@ -57,6 +58,9 @@ def library_for(ref: ModelRef) -> Library:
     for library in libraries():
         if library.owns(ref):
             return library
+    why = why_not_driven(ref.library_name or "")
+    if why is not None:
+        raise UnsupportedLibraryError(f"library {ref.library_name!r} is not driven: {why}")
     names = ", ".join(sorted(lib.name for lib in libraries()))
     raise UnsupportedLibraryError(f"library {ref.library_name!r} is not supported (supported: {names})")
 

@@ -43,6 +43,19 @@ def test_other_formats_are_not_pytorch(library):
 def test_a_library_no_one_registered_is_unsupported_and_named():
     with pytest.raises(UnsupportedLibraryError, match="'ultralytics'"):
         registry.library_for(_ref("Bingsu/adetailer", "ultralytics"))
+    with pytest.raises(UnsupportedLibraryError, match=r"'somelib' is not supported \(supported: .*timm"):
+        registry.library_for(_ref("a/b", "somelib"))
+
+
+def test_a_known_library_that_is_not_driven_says_exactly_why():
+    from sweeper.checks.versions import package_version
+
+    with pytest.raises(UnsupportedLibraryError) as caught:
+        registry.library_for(_ref("flair/ner-english-fast", "flair"))
+    message = str(caught.value)
+    assert "requires transformers<5" in message and f"installed: transformers {package_version('transformers')}" in message
+    with pytest.raises(UnsupportedLibraryError, match="AGPL-3.0"):
+        registry.library_for(_ref("Bingsu/adetailer", "ultralytics"))
 
 
 def test_a_plugin_library_from_the_entry_point_group_builds_its_refs(monkeypatch):
