@@ -22,6 +22,11 @@ from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
 TINY_IMAGE = 64
+# Hub repos outside open_clip's pretrained registry whose open_clip_config.json (not read
+# offline) is a registry config, with the evidence. Marqo's fashion SigLIP is fine-tuned from
+# ViT-B-16-SigLIP; the listing's parameter count, 203,155,968, is that config's exactly less
+# its two scalars (logit_scale, logit_bias).
+REPO_CONFIGS: dict[str, str] = {"marqo/marqo-fashionsiglip": "ViT-B-16-SigLIP"}
 CONTEXT = 16
 VOCAB = 1000
 
@@ -39,7 +44,7 @@ class OpenClip(Library):
             return ref.architecture
         if self.missing():
             return None
-        return hub_names().get(ref.model_id.lower())
+        return hub_names().get(ref.model_id.lower()) or REPO_CONFIGS.get(ref.model_id.lower())
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Tiny / random / pretrained open_clip model + images + token ids."""
@@ -57,6 +62,8 @@ class OpenClip(Library):
             raise ConfigError(f"{ref.model_id}: its text tower is the transformers model {hf_text!r}, whose config "
                               "is not known offline")
         notes: dict[str, Any] = {"weights": weights, "open_clip_model": name}
+        if ref.model_id.lower() in REPO_CONFIGS and weights != "pretrained":
+            notes["open_clip_model_source"] = "sweeper's table of repo configs (not in open_clip's registry)"
         if hf_text:
             notes["text_tower"] = f"transformers {hf_text} (released config from sweeper's table)"
         overrides = _tiny(model_cfg) if weights == "tiny" else {}

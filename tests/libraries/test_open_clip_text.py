@@ -1,4 +1,5 @@
-"""open_clip models whose text tower is a transformers model build offline."""
+"""open_clip models outside the plain registry build offline: transformers text towers, repos
+whose config is a registry config under another name."""
 
 from __future__ import annotations
 
@@ -45,3 +46,28 @@ def test_random_weights_take_the_released_sizes():
     tiny = text_config("xlm-roberta-large", tiny=True)
     assert tiny.hidden_size < 1024 and tiny.num_hidden_layers < 24
     assert text_config("someone/unknown-text-model", tiny=True) is None
+
+
+def test_a_repo_outside_the_registry_builds_the_config_its_table_entry_names(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from sweeper.libraries.open_clip_lib import OpenClip
+
+    ref = ModelRef("Marqo/marqo-fashionSigLIP", 1, library_name="open_clip", model_type="siglip", source="catalog")
+    built = OpenClip().build(ref, SweepConfig.of(device="cpu"))
+    assert built.notes["open_clip_model"] == "ViT-B-16-SigLIP" and "table" in built.notes["open_clip_model_source"]
+    assert built.notes["loss"] == "SigLipLoss"
+
+
+def test_the_table_s_evidence_holds_the_listing_s_parameter_count_is_the_config_s(top1000_csv):
+    import csv
+
+    import open_clip
+
+    from sweeper.libraries.open_clip_lib import REPO_CONFIGS
+
+    with open(top1000_csv, newline="") as f:
+        rows = {r["id"].lower(): r for r in csv.DictReader(f)}
+    for repo, name in REPO_CONFIGS.items():
+        model = open_clip.create_model(name, pretrained=None)
+        scalars = sum(1 for p in model.parameters() if p.numel() == 1)
+        assert int(float(rows[repo]["parameters"])) == sum(p.numel() for p in model.parameters()) - scalars
