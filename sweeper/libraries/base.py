@@ -50,6 +50,12 @@ class Library:
         """The architecture ``ref`` is, from its own fields alone (no network), or None."""
         return ref.architecture or ref.model_type
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """What ``ref``'s tiny or random build depends on when that is shared by several
+        repos (JSON-able; the repos then share one check), or None: the repo is its own
+        check. Computed in the driver: no torch import."""
+        return None
+
     def missing(self) -> list[str]:
         """The ``packages`` that cannot be imported here."""
         return [p for p in self.packages if not _importable(p)]

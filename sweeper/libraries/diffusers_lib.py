@@ -43,6 +43,12 @@ class Diffusers(Library):
         found = components(ref)
         return None if found is None else _listing(found[0])
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """The components and where they came from: repos the name table maps to the same
+        components (an SD 1.5 fine-tune and its base) build the same tiny pipeline."""
+        found = components(ref)
+        return None if found is None else {"components": found[0], "components_source": found[1]}
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Every component, tiny (random and pretrained weights are not built here yet)."""
         self.require()

@@ -57,6 +57,11 @@ class Pyannote(Library):
         found = models(ref)
         return None if found is None else "+".join(cls for _, cls in found)
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """The models the id names, and whether the library came from the id (a note)."""
+        found = models(ref)
+        return None if found is None else {"models": found, "library_from_id": self.claims(ref)}
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Every model of the repo, tiny or random, run on one waveform batch."""
         self.require()

@@ -140,8 +140,14 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
         return {"not_pytorch": str(fmt)}
     if _builds_from_id(ref):
         # Other libraries build from the id (timm, open_clip, diffusers name tables): one check
-        # per repo; pretrained weights are the repo's at its revision.
+        # per repo, unless the library says what the build depends on (diffusers' components,
+        # pyannote's models) and repos share it; pretrained weights are the repo's at its revision.
         pretrained = cfg.materialise.weights == "pretrained"
+        from sweeper.libraries.registry import library_for
+
+        same = None if pretrained else library_for(ref).same_build(ref)
+        if same is not None:
+            return {"library": ref.library_name, "builds": same}
         return {"library": ref.library_name, "model_id": ref.model_id, "config": digest(ref.config),
                 "revision": ref.revision if pretrained else None}
     if library not in supported_names():

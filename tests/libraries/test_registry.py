@@ -139,3 +139,25 @@ def test_repos_of_other_libraries_never_share_a_check():
     assert model_part(a, cfg, offline=True) != model_part(b, cfg, offline=True)
     gguf = model_part(_ref("TheBloke/phi-2-GGUF", None), cfg, offline=True)
     assert "not_pytorch" in gguf
+
+
+def test_repos_that_build_the_same_pipeline_share_one_check():
+    from sweeper.settings.config import SweepConfig
+    from sweeper.storage.fingerprint import model_part
+
+    cfg = SweepConfig.of(device="cpu")
+
+    def part(model_id, library, config=None):
+        return model_part(_ref(model_id, library, config=config), cfg, offline=True)
+
+    # Two SD 1.5 repos the name table maps to the same components: one check.
+    assert part("stable-diffusion-v1-5/stable-diffusion-v1-5", "diffusers") == part("crynux-ai/stable-diffusion-v1-5", "diffusers")
+    assert part("stable-diffusion-v1-5/stable-diffusion-v1-5", "diffusers") != part("stabilityai/stable-diffusion-xl-base-1.0", "diffusers")
+    # pyannote: the same models share; a repo whose library came from the id keeps its own note.
+    assert part("pyannote/segmentation-3.0", "pyannote-audio") == part("pyannote/segmentation", "pyannote-audio")
+    assert part("pyannote/segmentation-3.0", "pyannote-audio") != part("pyannote/embedding", "pyannote-audio")
+    assert part("pyannote/segmentation-3.0", "pyannote-audio") != part("tezuesh/segmentation", None)
+    # Pretrained weights are each repo's own.
+    pretrained = SweepConfig.of(device="cpu", weights="pretrained")
+    assert (model_part(_ref("pyannote/segmentation-3.0", "pyannote-audio"), pretrained, offline=True)
+            != model_part(_ref("pyannote/segmentation", "pyannote-audio"), pretrained, offline=True))
