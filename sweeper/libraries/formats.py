@@ -54,8 +54,12 @@ ID_FORMATS = (
     (r"[-_]mlc$", "mlc"),
     (r"[-_]onnx$", "onnx"),
     (r"[-_]mlx$|^mlx-community/", "mlx"),
+    # Qdrant publishes models for its fastembed runtime: ONNX exports, and BM25 term
+    # statistics with no network at all (Qdrant/bm25, which listings call transformers).
+    (r"^qdrant/", "fastembed"),
 )
 FORMATS.setdefault("mlc", "mlc (MLC-LLM weights)")
+FORMATS.setdefault("fastembed", "fastembed (Qdrant's ONNX models and BM25 statistics)")
 
 
 class NotPytorchError(SweeperError):

@@ -40,6 +40,11 @@ def test_other_formats_are_not_pytorch(library):
         registry.library_for(_ref("a/b", library))
 
 
+def test_qdrant_s_fastembed_models_are_not_pytorch_whatever_the_listing_says():
+    with pytest.raises(NotPytorchError, match="fastembed"):
+        registry.library_for(_ref("Qdrant/bm25", "transformers"))
+
+
 def test_a_library_no_one_registered_is_unsupported_and_named():
     with pytest.raises(UnsupportedLibraryError, match="'ultralytics'"):
         registry.library_for(_ref("Bingsu/adetailer", "ultralytics"))
