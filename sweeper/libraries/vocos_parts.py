@@ -24,8 +24,10 @@ BATCH = 2
 # training config gemelo-ai/vocos configs/vocos.yaml (the Hub's config.yaml is not read
 # offline): mel features of a 1024-point STFT, hop 256, 100 bands, "center" padding;
 # ConvNeXt backbone 512 wide, 1536 inner, 8 layers; ISTFT head n_fft 1024, hop 256.
-# (MelSpectrogramFeatures' defaults are the same STFT; ISTFTHead's default padding is
-# "same", the training config sets "center".)
+# MelSpectrogramFeatures' defaults are the same STFT. ISTFTHead's default padding is
+# "same"; the mel config sets "center" because its features are center-padded (the
+# maintainers' answer in gemelo-ai/vocos issue 18; "same" is the encodec config's), and
+# so the output has the input's length.
 MEL = {"n_fft": 1024, "hop_length": 256, "n_mels": 100, "padding": "center"}
 FULL_BACKBONE = {"dim": 512, "intermediate_dim": 1536, "num_layers": 8}
 # Tiny keeps the STFT/ISTFT shapes real and shrinks the backbone only.
