@@ -10,5 +10,6 @@ from sweeper.libraries.pyannote_lib import Pyannote
 from sweeper.libraries.sentence_transformers_lib import SentenceTransformers
 from sweeper.libraries.timm_lib import Timm
 from sweeper.libraries.transformers_lib import Transformers
+from sweeper.libraries.vocos_lib import Vocos
 
-BUILTIN: tuple[type[Library], ...] = (Transformers, SentenceTransformers, Timm, OpenClip, Diffusers, Pyannote, Peft)
+BUILTIN: tuple[type[Library], ...] = (Transformers, SentenceTransformers, Timm, OpenClip, Diffusers, Pyannote, Vocos, Peft)

@@ -1,4 +1,4 @@
-"""The zoo's entries of the other libraries (timm, open_clip, diffusers, pyannote), placed
+"""The zoo's entries of the other libraries (timm, open_clip, diffusers, pyannote, vocos), placed
 among transformers' model types in one popularity order (the Hub's download ranks: timm's
 MobileNet and ResNet sit beside BERT, Stable Diffusion beside T5).
 
@@ -30,6 +30,8 @@ AFTER: dict[str, tuple[tuple[str, str, str], ...]] = {
     "blip": (("diffusers", "stabilityai/stable-diffusion-3.5-medium", "text-to-image"),
                  ("diffusers", "lllyasviel/sd-controlnet-canny", "image-to-image")),
     "camembert": (("open_clip", "laion/CLIP-convnext_base_w-laion2B-s13B-b82K-augreg", "zero-shot-image-classification"),),
+    # A vocoder beside transformers' text-to-speech family (SpeechT5 ends in one).
+    "speecht5": (("vocos", "charactr/vocos-mel-24khz", "audio-to-audio"),),
 }
 
 
