@@ -21,6 +21,7 @@ from sweeper.checks.versions import versions
 from sweeper.devices.base import Device, Recording
 from sweeper.devices.spec import DeviceSpec
 from sweeper.libraries.built import Built
+from sweeper.libraries.registry import library_name_of
 from sweeper.records import (
     ModelRecord,
     ModelRef,
@@ -136,6 +137,7 @@ def _check(
     ``reference_of``: hold the CPU reference of these stages even on the CPU (a control)."""
     started = time.perf_counter()
     record = base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
+    record.library_name = library_name_of(ref)  # a row a library claimed from its id counts as that library's
     record.repro = repro_command(ref, cfg)
     try:
         if failed is not None or device is None:

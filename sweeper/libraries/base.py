@@ -34,6 +34,9 @@ class Library:
     # Import names this library needs (checked before building; their versions belong in
     # the fingerprint of this library's models).
     packages: ClassVar[tuple[str, ...]] = ()
+    # The library_name a record gets when this library claims a row the listing names no
+    # library for (``claims``): the Hub's name for it, so reports count the row as its own.
+    claimed_as: ClassVar[str] = ""
     # What the user installs when ``packages`` are missing.
     install_hint: ClassVar[str] = "make install (the [libraries] extra)"
 

@@ -43,6 +43,7 @@ class Pyannote(Library):
 
     name = "pyannote"
     hub_names = frozenset({"pyannote-audio", "pyannote"})
+    claimed_as = "pyannote-audio"
     packages = ("pyannote.audio", "torchaudio")
 
     def claims(self, ref: ModelRef) -> bool:

@@ -65,6 +65,17 @@ def library_for(ref: ModelRef) -> Library:
     raise UnsupportedLibraryError(f"library {ref.library_name!r} is not supported (supported: {names})")
 
 
+def library_name_of(ref: ModelRef) -> str | None:
+    """The listing's library name for ``ref``, or, when it names none and a library claims
+    the row from its id, that library's Hub name (records and fingerprints use it)."""
+    if ref.library_name:
+        return ref.library_name
+    for library in libraries():
+        if library.claimed_as and library.claims(ref):
+            return library.claimed_as
+    return ref.library_name
+
+
 def supported_names() -> frozenset[str]:
     """Every Hub ``library_name`` some registered library owns."""
     return frozenset(name for lib in libraries() for name in lib.hub_names)

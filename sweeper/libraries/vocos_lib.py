@@ -35,6 +35,7 @@ class Vocos(Library):
 
     name = "vocos"
     hub_names = frozenset({"vocos"})
+    claimed_as = "vocos"
     packages = ("vocos", "torchaudio")
 
     def claims(self, ref: ModelRef) -> bool:

@@ -212,7 +212,9 @@ class Fingerprinter:
         }  # fmt: skip
 
     def _library_digest(self, ref: ModelRef) -> str:
-        library = ref.library_name or ""
+        from sweeper.libraries.registry import library_name_of
+
+        library = library_name_of(ref) or ""
         if library not in self._library:
             from sweeper.checks.versions import library_versions
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.libraries.registry import library_name_of
 from sweeper.records import ModelRecord, ModelRef, Reason
 from sweeper.redact import redact_obj
 from sweeper.storage.cache import ResultCache
@@ -74,7 +75,7 @@ def copy_for(record: ModelRecord, ref: ModelRef, *, repro: str, outcome: dict[st
     new.__dict__.update(record.__dict__)
     new.__dict__.pop("_outcome", None)
     new.model_id, new.key, new.rank, new.downloads = ref.model_id, ref.key, ref.rank, ref.downloads
-    new.revision, new.pipeline_tag, new.library_name = ref.revision, ref.pipeline_tag, ref.library_name
+    new.revision, new.pipeline_tag, new.library_name = ref.revision, ref.pipeline_tag, library_name_of(ref)
     new.model_type = ref.model_type or record.model_type
     new.architecture = record.architecture or ref.architecture
     new.repro = repro

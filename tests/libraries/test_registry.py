@@ -166,3 +166,21 @@ def test_repos_that_build_the_same_pipeline_share_one_check():
     pretrained = SweepConfig.of(device="cpu", weights="pretrained")
     assert (model_part(_ref("pyannote/segmentation-3.0", "pyannote-audio"), pretrained, offline=True)
             != model_part(_ref("pyannote/segmentation", "pyannote-audio"), pretrained, offline=True))
+
+
+def test_a_row_claimed_from_its_id_counts_as_its_library_in_records_and_fingerprints():
+    from sweeper.records import Status
+    from sweeper.settings.config import SweepConfig
+    from sweeper.storage.fingerprint import Fingerprinter
+    from sweeper.storage.reuse import copy_for
+
+    claimed, named = _ref("tezuesh/diarization", None), _ref("pyannote/speaker-diarization-3.1", "pyannote-audio")
+    assert registry.library_name_of(claimed) == "pyannote-audio"
+    assert registry.library_name_of(_ref("charactr/vocos-mel-24khz", None)) == "vocos"
+    assert registry.library_name_of(_ref("someone/some-model", None)) is None
+    fingerprint = Fingerprinter(SweepConfig.of(device="cpu"), {}, offline=True)
+    assert fingerprint.parts(claimed)["library"] == fingerprint.parts(named)["library"]
+    from sweeper.records import base_record
+
+    check = base_record(named, sweep_id="s", device="cpu", status=Status.PASS)
+    assert copy_for(check, claimed, repro="").library_name == "pyannote-audio"
