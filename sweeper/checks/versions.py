@@ -23,6 +23,7 @@ LIBRARY_PACKAGES: dict[str, tuple[str, ...]] = {
     "open_clip": ("open_clip_torch", "timm", "torchvision", "huggingface_hub", "safetensors"),
     "diffusers": ("diffusers", *HUB_STACK),
     "pyannote-audio": ("pyannote.audio", "torchaudio", "lightning"),
+    "speechbrain": ("speechbrain", "torchaudio"),
 }
 
 
