@@ -67,11 +67,14 @@ class Speechbrain(Library):
         dtype = getattr(torch, cfg.device.dtype)
         torch.manual_seed(cfg.materialise.seed)
         model = parts.EncoderClassifier(found, weights == "tiny").to(dtype).eval()
+        cast = dtype != torch.float32 and parts.cast_like_autocast(model) > 0
         audio = parts.waveforms(cfg.materialise.seed, dtype, parts.TINY_SECONDS if weights == "tiny" else parts.FULL_SECONDS)
         inputs = {"waveforms": audio, "target": parts.targets(model, cfg.materialise.seed)}
         notes = {"weights": weights, "models": _models(found), "models_source": "name table",
                  "waveform": f"{audio.shape[-1]} samples at {parts.SAMPLE_RATE} Hz",
                  "features": f"Fbank {found.n_mels} mels, sentence mean normalisation"}
+        if cast:
+            notes["autocast"] = "convolution inputs cast to the weights' dtype (speechbrain's float32 statistics)"
         return Built(model=model, inputs=inputs, architecture=self.architecture(ref) or "", model_type=None,
                      num_parameters=count_parameters(model), has_labels=True, notes=notes)
 

@@ -117,8 +117,11 @@ class EncoderClassifier(torch.nn.Module):
     def forward(self, waveforms: Any, target: Any) -> Any:
         from transformers.utils import ModelOutput
 
-        # Relative lengths as encode_batch makes them when none are given: every row whole.
-        wav_lens = torch.ones(waveforms.shape[0], device=waveforms.device)
+        # Relative lengths as encode_batch makes them when none are given: every row whole. In
+        # the model's dtype: the masks speechbrain makes from them take their dtype, and a
+        # float32 mask would turn a bfloat16 model's activations back to float32 (speechbrain
+        # itself runs bfloat16 under autocast, which sweeper's dtype setting is not).
+        wav_lens = torch.ones(waveforms.shape[0], device=waveforms.device, dtype=waveforms.dtype)
         # Features in float32 whatever the model's dtype (encode_batch casts the waveform to
         # float; torch's CPU FFT has no bfloat16 kernel), then back to the model's dtype.
         feats = self.compute_features(waveforms.float()).to(waveforms.dtype)
@@ -128,6 +131,25 @@ class EncoderClassifier(torch.nn.Module):
             out = self.classifier(out)
         out = out.squeeze(1)
         return ModelOutput(output=out, loss=loss(self.classifier is not None, out, target))
+
+
+def cast_like_autocast(model: torch.nn.Module) -> int:
+    """Cast a convolution's floating input to its weights' dtype where they differ, as autocast
+    would; returns how many convolutions got the hook. speechbrain runs half precision under
+    autocast, and its code relies on that: ECAPA's attentive pooling computes the statistics
+    it feeds back to a convolution in float32 (``mask.sum(...).float()``), which a model
+    converted to bfloat16 then refuses (input float, bias bfloat16)."""
+
+    def cast(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        x = args[0]
+        if torch.is_floating_point(x) and x.dtype != module.weight.dtype:
+            return (x.to(module.weight.dtype), *args[1:])
+        return None
+
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv1d)]
+    for conv in convs:
+        conv.register_forward_pre_hook(cast)
+    return len(convs)
 
 
 def targets(model: EncoderClassifier, seed: int) -> Any:

@@ -120,15 +120,22 @@ def test_random_weights_have_the_released_sizes():
 
 
 @installed
-def test_an_embedding_runs_in_bfloat16_with_its_features_in_float32():
+@pytest.mark.parametrize("model_id", ["speechbrain/spkrec-ecapa-voxceleb", "speechbrain/spkrec-resnet-voxceleb",
+                                      "speechbrain/lang-id-commonlanguage_ecapa"])
+def test_bfloat16_runs_with_features_in_float32_and_pooling_statistics_cast_back(model_id):
     import torch
 
     from sweeper.libraries import build
 
-    built = build(_ref("speechbrain/spkrec-resnet-voxceleb"), SweepConfig.of(device="cpu", dtype="bfloat16"))
-    out = built.model(**built.inputs)  # torch's CPU FFT has no bfloat16: the Fbank runs in float32
-    assert out["output"].dtype == torch.bfloat16 and out["output"].shape == (2, 16)
+    built = build(_ref(model_id), SweepConfig.of(device="cpu", dtype="bfloat16"))
+    # torch's CPU FFT has no bfloat16 (the Fbank runs in float32); ECAPA's attentive pooling
+    # makes float32 statistics that its next convolution gets in the weights' dtype.
+    out = built.model(**built.inputs)
+    assert out["output"].dtype == torch.bfloat16 and out["output"].shape[0] == 2
     assert torch.isfinite(out["output"].float()).all() and out["loss"].item() > 0
+    out["loss"].backward()
+    assert "autocast" in built.notes
+    assert "autocast" not in build(_ref(model_id), SweepConfig.of(device="cpu")).notes  # float32 runs untouched
 
 
 def _record(model_id: str, device: str):
