@@ -1,8 +1,9 @@
 """speechbrain: which rows are speechbrain's, what each repo builds, and how its records come out.
 
-On trnsim every family stops at the Fbank front end: speechbrain's STFT is a complex FFT
-(``aten::_fft_r2c`` makes complex64), and the trnsim profile has no complex dtype, so the
-record's outcome is the device's with that op named; on the CPU every stage passes.
+On trnsim every EncoderClassifier family stops at the Fbank front end: speechbrain's STFT is a
+complex FFT (``aten::_fft_r2c`` makes complex64), and the trnsim profile has no complex dtype,
+so the record's outcome is the device's with that op named. SepFormer has no FFT: it runs
+eagerly on trnsim. On the CPU every stage of every family passes.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ FAMILIES = [
     "speechbrain/lang-id-voxlingua107-ecapa",
     "speechbrain/lang-id-commonlanguage_ecapa",
 ]
+SEPFORMER = "speechbrain/sepformer-wsj02mix"
 
 
 def _ref(model_id: str, library: str | None = "speechbrain") -> ModelRef:
@@ -58,7 +60,7 @@ def test_every_speechbrain_row_of_the_snapshot_is_speechbrains_and_named(top1000
 @pytest.mark.parametrize(("model_id", "family"), [
     ("speechbrain/asr-crdnn-rnnlm-librispeech", "speech recognition"),
     ("speechbrain/asr-wav2vec2-commonvoice-en", "speech recognition"),
-    ("speechbrain/sepformer-wsj02mix", "source separation"),
+    ("speechbrain/resepformer-wsj02mix", "source separation"),
     ("speechbrain/metricgan-plus-voicebank", "speech enhancement"),
     ("speechbrain/tts-tacotron2-ljspeech", "text to speech"),
     ("speechbrain/vad-crdnn-libriparty", "voice activity detection"),
@@ -162,8 +164,30 @@ def test_each_family_stops_on_trnsim_at_the_complex_fft_the_device_lacks(model_i
 
 
 @installed
+def test_sepformer_separates_each_source_and_runs_eagerly_on_trnsim(monkeypatch):
+    from sweeper.libraries import build
+
+    lib = registry.library_for(_ref("speechbrain/sepformer-wsj03mix"))
+    assert lib.architecture(_ref("speechbrain/sepformer-wsj03mix")) == "SepFormer"
+    built = build(_ref("speechbrain/sepformer-wsj03mix"), SweepConfig.of(device="cpu"))
+    out = built.model(**built.inputs)
+    assert out["output"].shape == (2, 8_000, 3)  # 3 speakers, the mixture's length (1 s at 8 kHz) kept
+    assert built.notes["sources"] == "3" and built.notes["waveform"] == "8000 samples at 8000 Hz"
+    assert build(_ref("speechbrain/sepformer-whamr16k"), SweepConfig.of(device="cpu")).inputs["mixture"].shape == (2, 16_000)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    record = _record(SEPFORMER, "trnsim")
+    for stage in ("load", "to_device", "forward", "backward"):  # no FFT: nothing complex to refuse
+        assert record.stages[stage].status is Status.PASS, record.stages[stage]
+    assert record.max_abs_diff is not None
+    assert record.outcome in (Outcome.PASS, Outcome.DEVICE, Outcome.LOWERING_TOOL), record.reason
+    for reason in record.blockers:
+        assert reason.origin in (Origin.DEVICE, Origin.LOWERING_TOOL), reason
+
+
+@installed
 @pytest.mark.slow
-@pytest.mark.parametrize("model_id", FAMILIES)
+@pytest.mark.parametrize("model_id", [*FAMILIES, SEPFORMER])
 def test_each_family_passes_every_stage_on_cpu(model_id, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     record = _record(model_id, "cpu")
