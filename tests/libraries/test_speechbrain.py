@@ -93,7 +93,8 @@ def test_a_missing_speechbrain_gives_the_missing_dependency_line(monkeypatch):
     record = check_model(_ref("speechbrain/spkrec-ecapa-voxceleb"), SweepConfig.of(device="cpu", stages=("load",)))
     assert record.reason.kind is ReasonKind.MISSING_DEPENDENCY and record.reason.op == "speechbrain"
     assert record.outcome is Outcome.ENVIRONMENT
-    assert record.reason.message.endswith("speechbrain models need speechbrain (not installed; make install (the [libraries] extra))")
+    line = "speechbrain models need speechbrain (not installed; make install (the [libraries] extra))"
+    assert record.reason.message.endswith(line)
 
 
 @installed
