@@ -24,6 +24,7 @@ LIBRARY_PACKAGES: dict[str, tuple[str, ...]] = {
     "diffusers": ("diffusers", *HUB_STACK),
     "pyannote-audio": ("pyannote.audio", "torchaudio", "lightning"),
     "vocos": ("vocos", "encodec", "torchaudio"),
+    "speechbrain": ("speechbrain", "torchaudio"),
 }
 
 

@@ -1,5 +1,5 @@
 """Model libraries behind one interface (``base.Library``): transformers,
-sentence-transformers, timm, open_clip, diffusers, pyannote, peft; plugins through the
+sentence-transformers, timm, open_clip, diffusers, pyannote, speechbrain, vocos, peft; plugins through the
 ``sweeper.libraries`` entry-point group. ``build(ref, cfg)`` is what the load stage calls.
 """
 

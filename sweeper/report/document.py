@@ -203,8 +203,8 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "## Numerics",
         tables.numerics(a.numerics, weighted=w, link=link),
         "## By library",
-        "Every library's models (transformers, sentence-transformers, timm, open_clip, diffusers, pyannote, peft, "
-        "and the formats named apart); the roadmap, fallbacks and graph breaks above cover them all.",
+        "Every library's models: those the sweep drives, those it does not (their records say why), and the "
+        "formats named apart; the roadmap, fallbacks and graph breaks above cover them all.",
         tables.breakdown(a.by_library, "library_name", weighted=w),
         "## By model type",
         tables.breakdown(a.by_model_type, "model_type", weighted=w),

@@ -1,5 +1,5 @@
-"""The zoo's entries of the other libraries (timm, open_clip, diffusers, pyannote, vocos), placed
-among transformers' model types in one popularity order (the Hub's download ranks: timm's
+"""The zoo's entries of the other libraries (timm, open_clip, diffusers, pyannote, speechbrain,
+vocos), placed among transformers' model types in one popularity order (the Hub's download ranks: timm's
 MobileNet and ResNet sit beside BERT, Stable Diffusion beside T5).
 
 An entry is the Hub repo that is its library's canonical example; the library layer
@@ -22,8 +22,11 @@ AFTER: dict[str, tuple[tuple[str, str, str], ...]] = {
     "whisper": (("pyannote-audio", "pyannote/segmentation-3.0", "voice-activity-detection"),),
     # Below the default top 50 (``make sweep`` stays within its time budget).
     "gptj": (("diffusers", "stabilityai/stable-diffusion-xl-base-1.0", "text-to-image"),
-                ("pyannote-audio", "pyannote/wespeaker-voxceleb-resnet34-LM", "audio-classification")),
-    "mamba": (("timm", "timm/efficientnet_b0.ra_in1k", "image-classification"),),
+                ("pyannote-audio", "pyannote/wespeaker-voxceleb-resnet34-LM", "audio-classification"),
+                # speechbrain's speaker embedding (1.8 M downloads) beside pyannote's.
+                ("speechbrain", "speechbrain/spkrec-ecapa-voxceleb", "audio-classification")),
+    "mamba": (("timm", "timm/efficientnet_b0.ra_in1k", "image-classification"),
+              ("speechbrain", "speechbrain/lang-id-voxlingua107-ecapa", "audio-classification")),
     "llava": (("open_clip", "timm/ViT-SO400M-14-SigLIP-384", "zero-shot-image-classification"),),
     "qwen2_vl": (("timm", "timm/convnext_tiny.in12k_ft_in1k", "image-classification"),
                ("diffusers", "black-forest-labs/FLUX.1-dev", "text-to-image")),
