@@ -16,8 +16,6 @@ from typing import Any
 
 import torch
 
-from sweeper.libraries.speechbrain_lib import SeparatorSpec
-
 BATCH = 2
 # Tiny: 1 s mixtures; random: the 4 s crops speechbrain's recipes train on.
 TINY_SECONDS = 1.0
@@ -31,7 +29,7 @@ class Separator(torch.nn.Module):
     """Encoder -> dual-path transformer masks -> one decoded waveform per source; the output
     is (batch, samples, sources) and ``loss`` the squared distance to seeded sources."""
 
-    def __init__(self, spec: SeparatorSpec, tiny: bool) -> None:
+    def __init__(self, spec: Any, tiny: bool) -> None:
         super().__init__()
         from speechbrain.lobes.models.dual_path import Decoder, Dual_Path_Model, Encoder, SBTransformerBlock
 
@@ -63,8 +61,9 @@ class Separator(torch.nn.Module):
         return ModelOutput(output=est, loss=torch.nn.functional.mse_loss(est.float(), target.float()))
 
 
-def mixture_and_sources(spec: SeparatorSpec, seed: int, dtype: Any, tiny: bool) -> tuple[Any, Any]:
-    """A seeded (BATCH, samples) mixture and the (BATCH, samples, sources) targets it sums."""
+def mixture_and_sources(spec: Any, seed: int, dtype: Any, tiny: bool) -> tuple[Any, Any]:
+    """``spec``: speechbrain_lib's SeparatorSpec (sources, sample rate; not imported: that
+    module imports this one). A seeded (BATCH, samples) mixture and the (BATCH, samples, sources) targets it sums."""
     gen = torch.Generator().manual_seed(seed)
     samples = int((TINY_SECONDS if tiny else FULL_SECONDS) * spec.sample_rate)
     sources = 0.1 * torch.randn(BATCH, samples, spec.num_spks, generator=gen)
