@@ -15,6 +15,9 @@ import pandas as pd
 from sweeper.report import findings
 from sweeper.report.load import CATEGORIES, TRIED, SweepData
 
+# Outcomes that never reached the device: the breakdowns count them as not tried.
+NOT_TRIED = ("environment", "skip")
+
 EXAMPLES = 3
 # The stage table's columns, in order: every stage status a model that reached the device
 # can have, so each row adds up to that count (anything else recorded counts as ``fail``).
@@ -103,23 +106,27 @@ def stage_summary(data: SweepData) -> pd.DataFrame:
 
 
 def breakdown(data: SweepData, column: str) -> pd.DataFrame:
-    """Outcomes grouped by a model column (``model_type``, ``pipeline_tag``), most
-    downloaded groups first."""
+    """Outcomes grouped by a model column (``library_name``, ``model_type``, ``pipeline_tag``),
+    most downloaded groups first: models tried on the device (every outcome but environment and
+    skip; a lowering tool's finding is a try), those with a device verdict (pass or device
+    fail, the pass rate's denominator), passes, and those never tried."""
     m = data.models.assign(
         _group=data.models[column].fillna("(none)").astype(str),
         _w=weight(data.models),
         _pass=data.models["category"] == "pass",
         _tested=data.models["category"].isin(TRIED),
+        _tried=~data.models["category"].isin(NOT_TRIED),
     )
     m["_pass_w"] = m["_w"].where(m["_pass"], 0)
     g = m.groupby("_group", sort=True).agg(
         models=("key", "size"),
+        tried=("_tried", "sum"),
         tested=("_tested", "sum"),
         passed=("_pass", "sum"),
         downloads=("_w", "sum"),
         passing_downloads=("_pass_w", "sum"),
     )
-    g["not_tested"] = g["models"] - g["tested"]
+    g["not_tried"] = g["models"] - g["tried"]
     g["pass_rate"] = (g["passed"] / g["tested"]).where(g["tested"] > 0)
     g["download_share"] = (g["passing_downloads"] / g["downloads"]).where(g["downloads"] > 0)
     g = g.reset_index().rename(columns={"_group": column})

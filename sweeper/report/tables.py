@@ -35,7 +35,8 @@ MESSAGE_CHARS = 120
 
 
 RIGHT = {"#", "k", "rank", "models", "distinct builds", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
-         "downloads", "calls", "tested", "pass", "pass rate", "not tested", "downloads passing", "passing"}  # fmt: skip
+         "downloads", "calls", "tested", "tried", "device verdicts", "pass", "pass rate", "not tested", "not tried",
+         "downloads passing", "passing"}  # fmt: skip
 
 
 def align_for(headers: Sequence[str]) -> str:
@@ -221,11 +222,11 @@ def graph_breaks(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
 
 def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
     """Outcomes per model type or task."""
-    headers = [column, "models", "tested", "pass", "pass rate", "not tested", "downloads", "downloads passing"]
+    headers = [column, "models", "tried", "device verdicts", "pass", "pass rate", "not tried", "downloads", "downloads passing"]
 
     def cells(r: Any) -> list[Any]:
-        return [md(getattr(r, column)), num(r.models), num(r.tested), num(r.passed), pct(r.pass_rate),
-                num(r.not_tested), compact(r.downloads), pct(r.download_share)]  # fmt: skip
+        return [md(getattr(r, column)), num(r.models), num(r.tried), num(r.tested), num(r.passed), pct(r.pass_rate),
+                num(r.not_tried), compact(r.downloads), pct(r.download_share)]  # fmt: skip
 
     keep = _dl(weighted, headers)
     return long_table(keep, _rows(frame, cells, headers, keep), "groups")

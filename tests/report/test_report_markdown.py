@@ -77,8 +77,8 @@ def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     assert "| `aten::nonzero` | 1 | 700 | 4 | [org/pass-b](https://huggingface.co/org/pass-b) |" in text
     assert "| data-dependent op nonzero | 1 | 0 | 100 |" in section(text, "Graph breaks")
-    assert "| vit | 1 | 1 | 0 | 0.0% | 0 | 2.0k | 0.0% |" in section(text, "By model type")
-    assert "| image-classification | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
+    assert "| vit | 1 | 1 | 1 | 0 | 0.0% | 0 | 2.0k | 0.0% |" in section(text, "By model type")
+    assert "| image-classification | 1 | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
 
 
 def test_model_table_marks_stages_and_repro(tmp_path: Path) -> None:

@@ -47,3 +47,12 @@ def test_each_origin_is_counted_apart_and_only_the_device_in_its_rate(tmp_path: 
     assert [f["op"] for f in summary["harness_failures"]] == ["aten::foo"]
     harness = text.split("## Harness failures", 1)[1].split("\n## ", 1)[0]
     assert "1 model(s) have at least one" in harness and "org/ours" in harness
+
+
+def test_the_breakdowns_count_a_lowering_tool_finding_as_tried_not_as_a_device_verdict(tmp_path: Path) -> None:
+    out = write_sweep(tmp_path / "out", origin_records())
+    text = write_report(out, charts=False).read_text()
+    library = text.split("## By library", 1)[1].split("\n## ", 1)[0]
+    assert "| library_name | models | tried | device verdicts | pass | pass rate | not tried |" in library
+    # 6 models: 5 reached the device (pass, device, tool, harness, model), 2 device verdicts, 1 gated.
+    assert "| transformers | 6 | 5 | 2 | 1 | 50.0% | 1 |" in library
