@@ -47,6 +47,11 @@ class Timm(Library):
 
         return name if timm.is_model(name) else None
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """The timm model name the id names (no timm import): tiny and random builds of two
+        repos of one architecture (``resnet50.a1_in1k``, ``resnet50.tv_in1k``) are the same."""
+        return {"timm_model": ref.architecture or ref.model_id.split("/", 1)[-1].split(".", 1)[0]}
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Tiny / random / pretrained (safetensors from the repo) timm model + images + labels."""
         self.require()

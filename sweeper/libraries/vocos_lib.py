@@ -49,6 +49,11 @@ class Vocos(Library):
         name = _repo(ref)
         return next((arch for pattern, arch in ARCHITECTURES if re.search(pattern, name)), None)
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """The vocoder's parts, and whether the library came from the id (a note)."""
+        arch = self.architecture(ref)
+        return None if arch is None else {"vocos": arch, "library_from_id": self.claims(ref)}
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The vocoder, tiny or random, run as copy-synthesis of one waveform batch."""
         self.require()

@@ -162,6 +162,9 @@ def test_repos_that_build_the_same_pipeline_share_one_check():
     assert part("pyannote/segmentation-3.0", "pyannote-audio") == part("pyannote/segmentation", "pyannote-audio")
     assert part("pyannote/segmentation-3.0", "pyannote-audio") != part("pyannote/embedding", "pyannote-audio")
     assert part("pyannote/segmentation-3.0", "pyannote-audio") != part("tezuesh/segmentation", None)
+    # timm: one architecture under two pretrained tags is one tiny build.
+    assert part("timm/resnet50.a1_in1k", "timm") == part("timm/resnet50.tv_in1k", "timm")
+    assert part("timm/resnet50.a1_in1k", "timm") != part("timm/resnet18.a1_in1k", "timm")
     # Pretrained weights are each repo's own.
     pretrained = SweepConfig.of(device="cpu", weights="pretrained")
     assert (model_part(_ref("pyannote/segmentation-3.0", "pyannote-audio"), pretrained, offline=True)
