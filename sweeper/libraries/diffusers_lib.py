@@ -46,8 +46,10 @@ class Diffusers(Library):
     def same_build(self, ref: ModelRef) -> Any:
         """The components and where they came from: repos the name table maps to the same
         components (an SD 1.5 fine-tune and its base) build the same tiny pipeline."""
-        found = components(ref)
-        return None if found is None else {"components": found[0], "components_source": found[1]}
+        found = diffusers_index.components(ref.model_id, ref.config, frozenset(BUILDERS))
+        if isinstance(found, str):  # the same config error, each copy naming its own repo
+            return {"not_known": found}
+        return {"components": found[0], "components_source": found[1]}
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Every component, tiny (random and pretrained weights are not built here yet)."""

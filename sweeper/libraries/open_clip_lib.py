@@ -46,6 +46,11 @@ class OpenClip(Library):
             return None
         return hub_names().get(ref.model_id.lower()) or REPO_CONFIGS.get(ref.model_id.lower())
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """The open_clip model name the repo is (None: the same config error, each copy naming
+        its own repo), and whether it came from the table of repo configs (a note)."""
+        return {"open_clip_model": self.architecture(ref), "repo_table": ref.model_id.lower() in REPO_CONFIGS}
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Tiny / random / pretrained open_clip model + images + token ids."""
         self.require()

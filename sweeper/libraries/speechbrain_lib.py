@@ -56,6 +56,11 @@ class Speechbrain(Library):
             return None
         return found.embedding if found.classifier is None else f"{found.embedding}+{found.classifier}"
 
+    def same_build(self, ref: ModelRef) -> Any:
+        """The family spec the id names (a separator's, or an EncoderClassifier's), or None."""
+        found = separator_spec(ref.model_id) or spec(ref)
+        return None if found is None else {"speechbrain": repr(found)}
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The repo's EncoderClassifier, tiny or random, run on one waveform batch."""
         self.require()

@@ -165,6 +165,11 @@ def test_repos_that_build_the_same_pipeline_share_one_check():
     # timm: one architecture under two pretrained tags is one tiny build.
     assert part("timm/resnet50.a1_in1k", "timm") == part("timm/resnet50.tv_in1k", "timm")
     assert part("timm/resnet50.a1_in1k", "timm") != part("timm/resnet18.a1_in1k", "timm")
+    # open_clip: the registry's model name; two repos outside the registry share their config error.
+    assert part("laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "open_clip") != part("laion/CLIP-ViT-B-32-roberta-base-laion2B-s12B-b32k", "open_clip")
+    assert part("someone/clip-a", "open_clip") == part("someone/clip-b", "open_clip")
+    # diffusers repos whose components are not known for the same reason share that error.
+    assert part("aipicasso/emi", "diffusers") == part("wavymulder/portraitplus", "diffusers")
     # Pretrained weights are each repo's own.
     pretrained = SweepConfig.of(device="cpu", weights="pretrained")
     assert (model_part(_ref("pyannote/segmentation-3.0", "pyannote-audio"), pretrained, offline=True)
