@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from sweeper.libraries.built import Built
 from sweeper.records import ModelRef, ReasonKind
-from sweeper.settings.errors import SweeperError
+from sweeper.settings.errors import ConfigError, SweeperError
 
 
 class MissingDependencyError(SweeperError):
@@ -112,6 +112,16 @@ def _first(output: Any) -> Any:
 
     found = first_float(output)
     return found if found is not None else output
+
+
+def weights_unless_pickled(ref: ModelRef, cfg: Any, library: str, files: str) -> str:
+    """The sweep's weights mode for ``ref``; ``pretrained`` is refused for a library whose
+    checkpoints are pickles (``files``), which sweeper never loads."""
+    weights: str = cfg.materialise.weights
+    if weights == "pretrained":
+        raise ConfigError(f"{ref.model_id}: {library} checkpoints are pickles ({files}), "
+                          "which sweeper does not load; use tiny or random weights")
+    return weights
 
 
 def count_parameters(model: Any) -> int:

@@ -19,7 +19,7 @@ import re
 import warnings
 from typing import Any
 
-from sweeper.libraries.base import Library, count_parameters
+from sweeper.libraries.base import Library, count_parameters, weights_unless_pickled
 from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
@@ -66,10 +66,7 @@ class Pyannote(Library):
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Every model of the repo, tiny or random, run on one waveform batch."""
         self.require()
-        weights = cfg.materialise.weights
-        if weights == "pretrained":
-            raise ConfigError(f"{ref.model_id}: pyannote checkpoints are pickles (pytorch_model.bin), "
-                              "which sweeper does not load; use tiny or random weights")
+        weights = weights_unless_pickled(ref, cfg, "pyannote", "pytorch_model.bin")
         found = models(ref)
         if found is None:
             raise ConfigError(f"{ref.model_id}: the id names no pyannote model (segmentation, embedding, "

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.libraries.base import Library, count_parameters
+from sweeper.libraries.base import Library, count_parameters, weights_unless_pickled
 from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
@@ -64,10 +64,7 @@ class Speechbrain(Library):
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The repo's EncoderClassifier, tiny or random, run on one waveform batch."""
         self.require()
-        weights = cfg.materialise.weights
-        if weights == "pretrained":
-            raise ConfigError(f"{ref.model_id}: speechbrain checkpoints are pickles (*.ckpt), "
-                              "which sweeper does not load; use tiny or random weights")
+        weights = weights_unless_pickled(ref, cfg, "speechbrain", "*.ckpt")
         if separator_spec(ref.model_id) is not None:
             return _separator(ref, cfg)
         found = spec(ref)

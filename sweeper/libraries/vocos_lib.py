@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sweeper.libraries.base import Library, count_parameters
+from sweeper.libraries.base import Library, count_parameters, weights_unless_pickled
 from sweeper.libraries.built import Built
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
@@ -57,10 +57,7 @@ class Vocos(Library):
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The vocoder, tiny or random, run as copy-synthesis of one waveform batch."""
         self.require()
-        weights = cfg.materialise.weights
-        if weights == "pretrained":
-            raise ConfigError(f"{ref.model_id}: vocos checkpoints are pickles (pytorch_model.bin), "
-                              "which sweeper does not load; use tiny or random weights")
+        weights = weights_unless_pickled(ref, cfg, "vocos", "pytorch_model.bin")
         arch = self.architecture(ref)
         if arch == ENCODEC:
             raise ConfigError(f"{ref.model_id}: vocos's EncodecFeatures loads EnCodec's pretrained 24 kHz codec "
