@@ -286,9 +286,19 @@ class RayExecutor:
         """Replace a lost actor; its running call counts as an attempt, queued ones do not
         (``ran_found``: the running call was dealt with already)."""
         calls, self.queues[i] = self.queues[i], []
+        running = self._running_call(i, calls)
         old, self.actors[i] = self.actors[i], self._new_actor(i)
-        for call in calls:
+        for n, call in enumerate(calls):
             pending.pop(call.handle, None)
+            if running is not None and not ran_found:
+                # The worker's own progress file names the model it was in: calls before it
+                # finished (their replies may be lost with the worker), calls after never started.
+                if n < running:
+                    self._keep_or_requeue(call, window, on_record)
+                    continue
+                if n > running:
+                    window.requeue(call, ran=False)
+                    continue
             done, _ = ray.wait([call.handle], timeout=0)
             if done and not ran_found:
                 try:  # finished before the actor went: keep its records
@@ -305,6 +315,33 @@ class RayExecutor:
                 message = f"lost its Ray worker {tries} times (infrastructure, not the model): {_first_line(exc)}"
                 on_record(self._failed(ref, Status.ERROR, ReasonKind.CRASH, message))
         ray.kill(old, no_restart=True)
+
+    def _running_call(self, i: int, calls: list[Call]) -> int | None:
+        """Index in ``calls`` of the call whose model the lost actor's worker was running,
+        from its progress file (on this machine only); None when it cannot be told."""
+        found = breadcrumbs.read(local_progress_file(self.pids.get(i)))
+        if found.key is None:
+            return None
+        for n, call in enumerate(calls):
+            if found.key in {ref.key for ref in call.refs}:
+                return n
+        return None
+
+    def _keep_or_requeue(self, call: Call, window: Window, on_record: OnRecord) -> None:
+        """A call that ran before the lost one: keep its records when they came back; else
+        run it again without counting an attempt against its models."""
+        done, _ = ray.wait([call.handle], timeout=0)
+        if done:
+            try:
+                records = ray.get(call.handle)
+            except RayError:
+                pass
+            else:
+                window.done(call, time.monotonic())
+                for record in records:
+                    on_record(record)
+                return
+        window.requeue(call, ran=False)
 
     def _check_backstops(self, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
         """Kill an actor whose running call outlived every per-model timeout (it is wedged)."""
