@@ -34,11 +34,13 @@ SEED = 0
 
 
 def needs_control(record: ModelRecord, device_name: str) -> Stage | None:
-    """The earliest device stage with a disputable blocker, or ``None``."""
+    """The earliest device stage with a disputable blocker whose origin is not already
+    proven, or ``None``. A gap the device declared (its profile's refusal, its lowering
+    tool's finding) is proven by the declaration: the control could not change it."""
     if device_name == "cpu":
         return None  # the device is the CPU: a control would be the same run
     for stage in CONTROLLED:
-        if any(b.stage == stage.value and _disputable(b) for b in record.blockers):
+        if any(b.stage == stage.value and _disputable(b) and not origins.declared(b) for b in record.blockers):
             return stage
     return None
 

@@ -8,13 +8,14 @@ record needs (fallbacks, graph breaks, numerics) in ``ctx.findings``.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from sweeper.checks import selfnoise
+from sweeper.checks import backend_breaks, selfnoise
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_full_collections
 from sweeper.checks.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
@@ -292,15 +293,16 @@ def compile_stage(ctx: StageContext) -> None:
     compiled = torch.compile(built.model, backend=backend, fullgraph=whole)
     built.model.zero_grad(set_to_none=True)
     capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole)
+    fallbacks: Counter[str] = Counter()
     try:
-        with capture, fewer_full_collections():  # tracing's garbage is young: full passes are mostly waste
+        with capture, fewer_full_collections(), backend_breaks.counted(fallbacks):  # tracing's garbage is young
             output = compiled(**ctx.inputs)
             scalar_loss(output, has_labels=built.has_labels).backward()
             ctx.device.synchronize()
     finally:
         breaks = counters.get("graph_break", {})
-        ctx.findings["graph_breaks"] = int(sum(breaks.values()))
-        ctx.findings["graph_break_reasons"] = sorted({graph_break_cause(r) for r in breaks})[:20]
+        ctx.findings["graph_breaks"] = int(sum(breaks.values())) + sum(fallbacks.values())
+        ctx.findings["graph_break_reasons"] = sorted({graph_break_cause(r) for r in breaks} | set(fallbacks))[:20]
         ctx.findings["compile_backend"] = backend
         ctx.findings["whole_graph"] = whole
 

@@ -17,6 +17,13 @@ from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
 
+def base_ref(ref: ModelRef) -> ModelRef:
+    """The transformers model the adapter goes on: the ref as transformers builds it, without
+    the adapter's own config (``adapter_config.json`` is not a model config)."""
+    config = ref.config or {}
+    return dataclasses.replace(ref, library_name="transformers", config=None if "peft_type" in config else ref.config)
+
+
 class Peft(Library):
     """peft adapters on a transformers base."""
 
@@ -39,8 +46,7 @@ class Peft(Library):
         config = dict(ref.config or {})
         if not ref.model_type and "base_model_name_or_path" not in config:
             raise ConfigError(f"{ref.model_id}: the adapter's base model is not known offline (adapter_config.json needed)")
-        base_ref = dataclasses.replace(ref, library_name="transformers", config=None if "peft_type" in config else ref.config)
-        base = build(base_ref, cfg)
+        base = build(base_ref(ref), cfg)
         lora = LoraConfig(r=4, lora_alpha=8, target_modules=config.get("target_modules"))
         try:
             model = get_peft_model(base.model, lora)

@@ -7,7 +7,11 @@ arguments (EfficientNet, MobileNet) are built as they are (1-20 M parameters).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 from sweeper.libraries import vision
@@ -27,6 +31,29 @@ TINY_ARGS: dict[str, dict[str, Any]] = {
     "SwinTransformer": {"depths": (1, 1, 1, 1), "embed_dim": 32, "num_heads": (1, 2, 4, 8), "img_size": TINY_IMAGE, "window_size": 4},
     "MaxxVit": {"depths": (1, 1, 1, 1)},
 }
+
+
+# ``@register_model`` entrypoints and the keys of ``register_model_deprecations`` maps:
+# together, the names ``timm.is_model`` knows.
+_REGISTERED = re.compile(r"^@register_model\s*\n(?:@[^\n]*\n)*def\s+(\w+)", re.M)
+_DEPRECATIONS = re.compile(r"register_model_deprecations\(\s*__name__\s*,\s*\{(.*?)\}\s*\)", re.S)
+_DEPRECATED_NAME = re.compile(r"""^\s*['"]([\w.-]+)['"]\s*:""", re.M)
+
+
+@functools.cache
+def registered_names() -> frozenset[str] | None:
+    """The architecture names the installed timm registers, read from its source without
+    importing it (the driver plans without torch); None when timm is not installed."""
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    names: set[str] = set()
+    for path in Path(spec.submodule_search_locations[0], "models").rglob("*.py"):
+        source = path.read_text(encoding="utf-8", errors="replace")
+        names.update(_REGISTERED.findall(source))
+        for block in _DEPRECATIONS.findall(source):
+            names.update(_DEPRECATED_NAME.findall(block))
+    return frozenset(names)
 
 
 class Timm(Library):
@@ -49,8 +76,16 @@ class Timm(Library):
 
     def same_build(self, ref: ModelRef) -> Any:
         """The timm model name the id names (no timm import): tiny and random builds of two
-        repos of one architecture (``resnet50.a1_in1k``, ``resnet50.tv_in1k``) are the same."""
-        return {"timm_model": ref.architecture or ref.model_id.split("/", 1)[-1].split(".", 1)[0]}
+        repos of one architecture (``resnet50.a1_in1k``, ``resnet50.tv_in1k``) are the same,
+        and repos whose id names no registered architecture share one config error (each
+        copy names its own repo)."""
+        if ref.architecture:
+            return {"timm_model": ref.architecture}
+        name = ref.model_id.split("/", 1)[-1].split(".", 1)[0]
+        known = registered_names()
+        if known is not None and name not in known:
+            return {"timm_model": None}
+        return {"timm_model": name}
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """Tiny / random / pretrained (safetensors from the repo) timm model + images + labels."""

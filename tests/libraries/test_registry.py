@@ -165,11 +165,21 @@ def test_repos_that_build_the_same_pipeline_share_one_check():
     # timm: one architecture under two pretrained tags is one tiny build.
     assert part("timm/resnet50.a1_in1k", "timm") == part("timm/resnet50.tv_in1k", "timm")
     assert part("timm/resnet50.a1_in1k", "timm") != part("timm/resnet18.a1_in1k", "timm")
+    # timm repos whose id names no registered architecture share their config error.
+    assert part("SmilingWolf/wd-eva02-large-tagger-v3", "timm") == part("Marqo/nsfw-image-detection-384", "timm")
+    assert part("SmilingWolf/wd-eva02-large-tagger-v3", "timm") != part("timm/resnet50.a1_in1k", "timm")
     # open_clip: the registry's model name; two repos outside the registry share their config error.
     assert part("laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "open_clip") != part("laion/CLIP-ViT-B-32-roberta-base-laion2B-s12B-b32k", "open_clip")
     assert part("someone/clip-a", "open_clip") == part("someone/clip-b", "open_clip")
     # diffusers repos whose components are not known for the same reason share that error.
     assert part("aipicasso/emi", "diffusers") == part("wavymulder/portraitplus", "diffusers")
+    # peft: adapters on the same base type with the same adapter settings are one build.
+    def adapter(model_id, model_type, config=None):
+        return model_part(_ref(model_id, "peft", model_type=model_type, config=config), cfg, offline=True)
+
+    assert adapter("a/flan-t5-lora", "t5") == adapter("b/flan-t5-qa-lora", "t5")
+    assert adapter("a/flan-t5-lora", "t5") != adapter("a/bert-lora", "bert")
+    assert adapter("a/flan-t5-lora", "t5") != adapter("a/flan-t5-lora", "t5", config={"peft_type": "LORA", "target_modules": ["q"]})
     # Pretrained weights are each repo's own.
     pretrained = SweepConfig.of(device="cpu", weights="pretrained")
     assert (model_part(_ref("pyannote/segmentation-3.0", "pyannote-audio"), pretrained, offline=True)
@@ -192,3 +202,14 @@ def test_a_row_claimed_from_its_id_counts_as_its_library_in_records_and_fingerpr
 
     check = base_record(named, sweep_id="s", device="cpu", status=Status.PASS)
     assert copy_for(check, claimed, repro="").library_name == "pyannote-audio"
+
+
+def test_timm_names_read_without_import_are_the_ones_timm_registers():
+    # Planning reads them from timm's source: a name it misses would share another's verdict.
+    pytest.importorskip("timm")
+    from sweeper.libraries import timm_lib
+
+    timm_lib.Timm().require()
+    from timm.models import _registry
+
+    assert timm_lib.registered_names() == frozenset(_registry._model_entrypoints)
