@@ -293,22 +293,12 @@ class RayExecutor:
             if running is not None and not ran_found:
                 # The worker's own progress file names the model it was in: calls before it
                 # finished (their replies may be lost with the worker), calls after never started.
-                if n < running:
-                    self._keep_or_requeue(call, window, on_record)
+                if n != running:
+                    if n > running or not self._kept(call, window, on_record):
+                        window.requeue(call, ran=False)
                     continue
-                if n > running:
-                    window.requeue(call, ran=False)
-                    continue
-            done, _ = ray.wait([call.handle], timeout=0)
-            if done and not ran_found:
-                try:  # finished before the actor went: keep its records
-                    records = ray.get(call.handle)
-                    window.done(call, time.monotonic())
-                    for record in records:
-                        on_record(record)
-                    continue
-                except RayError:
-                    pass
+            if not ran_found and self._kept(call, window, on_record):
+                continue
             ran = not ran_found
             ran_found = True
             for ref, tries in window.requeue(call, ran=ran):
@@ -327,21 +317,19 @@ class RayExecutor:
                 return n
         return None
 
-    def _keep_or_requeue(self, call: Call, window: Window, on_record: OnRecord) -> None:
-        """A call that ran before the lost one: keep its records when they came back; else
-        run it again without counting an attempt against its models."""
+    def _kept(self, call: Call, window: Window, on_record: OnRecord) -> bool:
+        """Whether ``call`` finished before its actor went: then its records are handed over."""
         done, _ = ray.wait([call.handle], timeout=0)
-        if done:
-            try:
-                records = ray.get(call.handle)
-            except RayError:
-                pass
-            else:
-                window.done(call, time.monotonic())
-                for record in records:
-                    on_record(record)
-                return
-        window.requeue(call, ran=False)
+        if not done:
+            return False
+        try:
+            records = ray.get(call.handle)
+        except RayError:
+            return False
+        window.done(call, time.monotonic())
+        for record in records:
+            on_record(record)
+        return True
 
     def _check_backstops(self, window: Window, pending: dict[Any, Call], on_record: OnRecord) -> None:
         """Kill an actor whose running call outlived every per-model timeout (it is wedged)."""

@@ -59,6 +59,12 @@ class Library:
         check. Computed in the driver: no torch import."""
         return None
 
+    def wraps(self, ref: ModelRef) -> ModelRef | None:
+        """The ref of another library's model that ``ref``'s tiny build is, plus settings of
+        its own (``ref.config``): peft's adapter on a transformers base. Repos wrapping the
+        same build with the same settings share one check. None: not a wrapper."""
+        return None
+
     def missing(self) -> list[str]:
         """The ``packages`` that cannot be imported here."""
         return [p for p in self.packages if not _importable(p)]

@@ -36,6 +36,10 @@ class Peft(Library):
         config = ref.config or {}
         return config.get("base_model_name_or_path") or ref.model_type
 
+    def wraps(self, ref: ModelRef) -> ModelRef | None:
+        """The transformers base the adapter goes on."""
+        return base_ref(ref)
+
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The base (tiny, transformers path) with a LoRA adapter of rank 4."""
         self.require()

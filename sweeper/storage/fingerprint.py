@@ -145,15 +145,11 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
         pretrained = cfg.materialise.weights == "pretrained"
         from sweeper.libraries.registry import library_for
 
-        library_of_ref = library_for(ref)
-        if library_of_ref.name == "peft" and not pretrained:
-            # A tiny adapter is its transformers base (built as transformers builds it) plus
-            # the adapter's settings: repos of one base and adapter config share a check.
-            from sweeper.libraries.peft_lib import base_ref
-
-            return {"library": ref.library_name, "base": model_part(base_ref(ref), cfg, offline=offline),
-                    "adapter": digest(ref.config)}
-        same = None if pretrained else library_of_ref.same_build(ref)
+        owner = library_for(ref)
+        wrapped = None if pretrained else owner.wraps(ref)
+        if wrapped is not None:  # e.g. a peft adapter: its base's part, plus the adapter's settings
+            return {"library": ref.library_name, "base": model_part(wrapped, cfg, offline=offline), "settings": digest(ref.config)}
+        same = None if pretrained else owner.same_build(ref)
         if same is not None:
             return {"library": ref.library_name, "builds": same}
         return {"library": ref.library_name, "model_id": ref.model_id, "config": digest(ref.config),
