@@ -1,0 +1,12 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[8,32,1045,4],bf16>, %arg1: !torch.vtensor<[8,32,4,4],bf16>, %arg2: !torch.vtensor<[8,1045,4,2],bf16>) -> (!torch.vtensor<[8,32,4,4],bf16>, !torch.vtensor<[8,1045,4,2],bf16>) {
+    %int0 = torch.constant.int 0
+    %int0_0 = torch.constant.int 0
+    %false = torch.constant.bool false
+    %true = torch.constant.bool true
+    %true_1 = torch.constant.bool true
+    %0 = torch.prim.ListConstruct %true, %true_1 : (!torch.bool, !torch.bool) -> !torch.list<bool>
+    %1:2 = torch.operator "torch.aten.grid_sampler_2d_backward"(%arg0, %arg1, %arg2, %int0, %int0_0, %false, %0) : (!torch.vtensor<[8,32,1045,4],bf16>, !torch.vtensor<[8,32,4,4],bf16>, !torch.vtensor<[8,1045,4,2],bf16>, !torch.int, !torch.int, !torch.bool, !torch.list<bool>) -> (!torch.vtensor<[8,32,4,4],bf16>, !torch.vtensor<[8,1045,4,2],bf16>) 
+    return %1#0, %1#1 : !torch.vtensor<[8,32,4,4],bf16>, !torch.vtensor<[8,1045,4,2],bf16>
+  }
+}
