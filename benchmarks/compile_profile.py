@@ -9,6 +9,7 @@ breakdown of tiny Llama's compile. ``rest`` is what the backend does not see: Dy
 bytecode tracing and guards, and running the compiled graphs.
 
     python benchmarks/compile_profile.py [--models N] [--types llama,bert]
+    python benchmarks/compile_profile.py --catalog FILE --ids ORG/NAME,ORG/NAME [--phases]
     python benchmarks/compile_profile.py --records OUT/records.jsonl [...]
 
 With ``--records``, it runs nothing and summarises the compile stage of sweeps already
@@ -89,10 +90,23 @@ def records_summary(path: str) -> str:
             f"models={len(seconds)}")
 
 
+def catalog_refs(cfg: Any, ids: str) -> list[Any]:
+    """The refs of ``ids`` in the settings' catalog (exit with a line when one is unknown)."""
+    from sweeper.settings.errors import UsageError
+    from sweeper.sources.resolve import resolve_model
+
+    try:
+        return [resolve_model(model_id, cfg) for model_id in ids.split(",") if model_id]
+    except UsageError as exc:
+        sys.exit(f"compile_profile: {exc}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10, help="top N zoo model types (default 10)")
     parser.add_argument("--types", default="", help="comma-separated model types instead of the top N")
+    parser.add_argument("--catalog", default="", help="a catalog file: profile the models --ids names from it")
+    parser.add_argument("--ids", default="", help="comma-separated model ids of --catalog instead of zoo types")
     parser.add_argument("--phases", action="store_true", help="print every model's breakdown, not only llama's")
     parser.add_argument("--records", nargs="+", default=[], help="summarise these records.jsonl files instead")
     args = parser.parse_args()
@@ -115,13 +129,15 @@ def main() -> None:
     types = [t for t in args.types.split(",") if t] or list(zoo_types()[:args.models])
     if "llama" not in types:
         types.append("llama")
-    cfg = SweepConfig.of(device="trnsim")
+    cfg = SweepConfig.of(device="trnsim", **({"catalog": args.catalog} if args.catalog else {}))
+    refs = catalog_refs(cfg, args.ids) if args.ids else [zoo_ref(t, rank) for rank, t in enumerate(types, start=1)]
     checker = Checker.for_settings(cfg).setup()
     checker.device.warm_up()
     last = timed_compile_stage()
     walls, cpus, llama = [], [], None
-    for rank, model_type in enumerate(types, start=1):
-        record = checker.check(zoo_ref(model_type, rank))
+    for ref in refs:
+        model_type = ref.model_type if not args.ids else ref.model_id
+        record = checker.check(ref)
         stage = record.stages.get("compile")
         if stage is None or stage.status.value == "blocked":
             print(f"{model_type:14s} compile not reached: {record.status.value}")

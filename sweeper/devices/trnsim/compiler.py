@@ -40,6 +40,7 @@ import sweeper.devices.trnsim.aotlog as aotlog
 import sweeper.devices.trnsim.lowering as lowering
 import sweeper.devices.trnsim.phases as phases
 import sweeper.devices.trnsim.state as state
+import sweeper.devices.trnsim.tracefail as tracefail
 from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import (
     DynamicShapeError,
@@ -82,6 +83,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
     if not profile.allows("dynamic_shapes") and symbolic_inputs(gm, example_inputs):
         _refuse(DynamicShapeError("trnsim compiles static shapes only: the graph has symbolic input shapes "
                                   "(torch.compile(dynamic=True) or automatic dynamic shapes)", feature="dynamic_shapes"))
+    # A line AOT autograd could not trace in an enclosing frame fails here at once.
+    tracefail.refuse_known(gm, example_inputs)
     with phases.phase("scan"):
         ops = eager_ops(gm, example_inputs)
     refuse_data_dependent(ops, profile)
@@ -98,8 +101,12 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
     table = compiler_decompositions(profile)
     backend = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
                            inference_compiler=stage("inference"), decompositions=table)
-    with phases.phase("aot"), aotlog.quiet():
-        return backend(gm, example_inputs)
+    with phases.phase("aot"), aotlog.quiet(), tracefail.watching():
+        try:
+            return backend(gm, example_inputs)
+        except tracefail.fallback_exceptions() as exc:  # Dynamo breaks the graph and traces nested frames
+            tracefail.remember(exc)
+            raise
 
 
 def _lower(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:

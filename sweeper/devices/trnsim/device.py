@@ -127,9 +127,11 @@ class TrnsimDevice(Device):
         import torch
 
         import sweeper.devices.trnsim.compiler as compiler
+        import sweeper.devices.trnsim.tracefail as tracefail
 
         torch._dynamo.reset()
         compiler.reset_lowered()
+        tracefail.forget()
         gc.collect()
 
 
