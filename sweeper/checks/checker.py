@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sweeper.checks import components, control, origins, stages
+from sweeper.checks import components, control, origins, part_memo, stages
 from sweeper.checks.classify import classify
 from sweeper.checks.repro import repro_command
 from sweeper.checks.versions import versions
@@ -64,6 +64,8 @@ class Checker:
         self.cfg, self.spec, self.on_stage = cfg, spec, on_stage
         self.device: Device | None = None
         self._failed: Exception | None = None
+        # Components checked by this checker, answered again for later pipelines.
+        self.parts = part_memo.PartMemo()
 
     def __getstate__(self) -> dict:
         return {"cfg": self.cfg, "spec": self.spec, "on_stage": self.on_stage}
@@ -93,7 +95,7 @@ class Checker:
     def check(self, ref: ModelRef) -> ModelRecord:
         """The record of ``ref`` on this checker's device (never raises)."""
         self.setup()
-        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage)
+        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage, parts=self.parts)
 
     def control(self, ref: ModelRef, stage: str) -> dict[str, Any]:
         """The CPU control of a stage whose worker crashed, hung or ran out of memory: the
@@ -131,10 +133,12 @@ def check_model(ref: ModelRef, cfg: SweepConfig, *, on_stage: Callable[[str], No
 def _check(
     ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
     on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
+    parts: part_memo.PartMemo | None = None,
 ) -> ModelRecord:
     """Run the selected stages for ``ref`` on ``device``; ``failed``: the device could not
     be set up, and the record says why. ``on_stage`` is told each stage's name as it starts;
-    ``reference_of``: hold the CPU reference of these stages even on the CPU (a control)."""
+    ``reference_of``: hold the CPU reference of these stages even on the CPU (a control);
+    ``parts``: components checked before, answered again."""
     started = time.perf_counter()
     record = base_record(ref, sweep_id="", device=cfg.device.spec, status=Status.PASS, weights=cfg.materialise.weights, dtype=cfg.device.dtype)
     record.library_name = library_name_of(ref)  # a row a library claimed from its id counts as that library's
@@ -143,7 +147,7 @@ def _check(
         if failed is not None or device is None:
             raise failed or RuntimeError("no device")
         record.versions = versions(device)
-        _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of)
+        _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of, parts=parts)
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
@@ -164,6 +168,7 @@ def selected_stages(names: Collection[str]) -> list[Stage]:
 def _run_stages(
     ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *,
     on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
+    parts: part_memo.PartMemo | None = None,
 ) -> None:
     selected = selected_stages(cfg.check.stages)
     runs = frozenset(s.value for s in selected)
@@ -175,12 +180,25 @@ def _run_stages(
     if ctx.built is not None and ctx.built.components:
         # A model of several (a diffusers pipeline): load built them all; each component
         # runs every selected stage on its own, and the record is their sum.
-        checked = {name: _check_part(name, part, selected, ctx, device) for name, part in ctx.built.components.items()}
+        reused: dict[str, str] = {}
+        memo = parts if parts is not None else part_memo.PartMemo()
+        checked = {name: _check_part(name, part, selected, ctx, device, memo, reused)
+                   for name, part in ctx.built.components.items()}
         components.merge(record, checked, classes={n: p.architecture for n, p in ctx.built.components.items()})
+        if reused:
+            record.notes["components_reused_from"] = reused
 
 
-def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.StageContext, device: Device) -> ModelRecord:
-    """One component's own record: its CPU reference (its load), then the other stages."""
+def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.StageContext, device: Device,
+                parts: part_memo.PartMemo, reused: dict[str, str]) -> ModelRecord:
+    """One component's own record: its CPU reference (its load), then the other stages; a
+    copy of the record of the same component checked before in this worker (``part_memo``),
+    whose model ``reused`` then names."""
+    key = part_memo.part_key(part, ctx.cfg, control=ctx.reference_of is not None)
+    known = parts.recall(key)
+    if known is not None:
+        reused[name], sub = known
+        return sub
     sub = base_record(ctx.ref, sweep_id="", device=ctx.cfg.device.spec, status=Status.PASS,
                       weights=ctx.cfg.materialise.weights, dtype=ctx.cfg.device.dtype)
     sub_ctx = stages.StageContext(ref=ctx.ref, cfg=ctx.cfg, device=device, runs=ctx.runs, built=part, part=name,
@@ -190,6 +208,7 @@ def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.Stage
     _finish(sub, sub_ctx, device)
     with contextlib.suppress(Exception):  # the next component has the device to itself
         part.model.to("cpu")
+    parts.keep(key, ctx.ref.model_id, sub)
     return sub
 
 

@@ -62,10 +62,8 @@ class Diffusers(Library):
         if isinstance(found, str):
             raise ConfigError(f"{ref.model_id}: {found}")
         spec, source = found
-        torch.manual_seed(cfg.materialise.seed)
-        gen = torch.Generator().manual_seed(cfg.materialise.seed)
         dtype = getattr(torch, cfg.device.dtype)
-        parts = {name: _component(cls, dict(kwargs), gen, dtype) for name, (cls, kwargs) in spec.items()}
+        parts = {name: _component(cls, dict(kwargs), cfg.materialise.seed, dtype) for name, (cls, kwargs) in spec.items()}
         whole = torch.nn.ModuleDict({name: part.model for name, part in parts.items()})
         notes = {"weights": "tiny", "components": _listing(spec), "components_source": source,
                  "component_parameters": ",".join(f"{k}={p.num_parameters}" for k, p in parts.items())}
@@ -84,8 +82,15 @@ def _listing(spec: Spec) -> str:
     return ",".join(f"{k}={cls}{'+LoRA' if kw.get('lora') else ''}" for k, (cls, kw) in spec.items())
 
 
-def _component(cls: str, kwargs: dict[str, Any], gen: Any, dtype: Any) -> Built:
-    """One component built tiny, in ``dtype``, wrapped so its output carries its loss."""
+def _component(cls: str, kwargs: dict[str, Any], seed: int, dtype: Any) -> Built:
+    """One component built tiny, in ``dtype``, wrapped so its output carries its loss.
+    Seeded on its own: its weights and inputs depend on its class and arguments, not on
+    the components built before it, so the same VAE or text encoder in two pipelines is
+    the same build (and one check: ``checks.part_memo``)."""
+    import torch
+
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
     lora = kwargs.pop("lora", False)
     model, inputs = BUILDERS[cls](gen, **kwargs)
     architecture = cls

@@ -155,3 +155,23 @@ def test_every_name_table_family_runs_every_stage(model_id, device, monkeypatch)
         assert record.status is Status.PASS, record.reason
     for reason in record.blockers:  # the device's (or its lowering tool's) findings only
         assert reason.origin in (Origin.DEVICE, Origin.LOWERING_TOOL), reason
+
+
+def test_a_component_is_the_same_build_whatever_comes_before_it_and_is_checked_once(monkeypatch):
+    import torch
+
+    from sweeper.checks.checker import Checker
+    from sweeper.libraries.diffusers_lib import Diffusers
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    alone = {k: v for k, v in INDEX.items() if k != "vae"}  # the text encoder built first, not second
+    cfg = SweepConfig.of(device="cpu", stages=("load", "to_device", "forward", "backward"))
+    second = Diffusers().build(_ref("someone/tiny-pipeline", INDEX), cfg).components["text_encoder"]
+    first = Diffusers().build(_ref("someone/text-only", alone), cfg).components["text_encoder"]
+    for (name, a), (_, b) in zip(first.model.state_dict().items(), second.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    checker = Checker.for_settings(cfg)
+    checker.check(_ref("someone/tiny-pipeline", INDEX))
+    record = checker.check(_ref("someone/text-only", alone))
+    assert record.status is Status.PASS, record.reason
+    assert record.notes["components_reused_from"] == {"text_encoder": "someone/tiny-pipeline"}
