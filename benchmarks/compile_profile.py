@@ -136,20 +136,20 @@ def main() -> None:
     last = timed_compile_stage()
     walls, cpus, llama = [], [], None
     for ref in refs:
-        model_type = ref.model_type if not args.ids else ref.model_id
+        label = ref.model_id if args.ids else ref.model_type
         record = checker.check(ref)
         stage = record.stages.get("compile")
         if stage is None or stage.status.value == "blocked":
-            print(f"{model_type:14s} compile not reached: {record.status.value}")
+            print(f"{label:14s} compile not reached: {record.status.value}")
             continue
         verdict = f"{stage.reason.kind.value} {stage.reason.op or ''}" if stage.reason else "pass"
-        print(f"{model_type:14s} {stage.seconds:6.2f} s wall {last['cpu']:6.2f} s CPU  {verdict}", flush=True)
+        print(f"{label:14s} {stage.seconds:6.2f} s wall {last['cpu']:6.2f} s CPU  {verdict}", flush=True)
         walls.append(stage.seconds)
         cpus.append(last["cpu"])
-        if model_type == "llama":
+        if label == "llama":
             llama = (stage.seconds, last["cpu"], last["phases"])
         elif args.phases:
-            print_phases(model_type, stage.seconds, last["cpu"], last["phases"])
+            print_phases(label, stage.seconds, last["cpu"], last["phases"])
     if llama is not None:
         print_phases("llama", *llama)
     if not walls:

@@ -31,9 +31,8 @@ import torch
 
 @dataclass(frozen=True)
 class _Failure:
-    """A line of model code that AOT autograd could not trace, and how it failed."""
+    """How AOT autograd failed on a line of model code (kept by that line)."""
 
-    line: str
     in_backward: bool
     exception: BaseException
 
@@ -99,7 +98,7 @@ def remember(exc: BaseException) -> None:
     meta = getattr(exc, "_trnsim_meta", None) or {}
     line = innermost_line(meta)
     if line is not None:
-        _KNOWN[line] = _Failure(line, bool(meta.get("autograd_backward") or meta.get("in_grad_fn")), exc)
+        _KNOWN[line] = _Failure(bool(meta.get("autograd_backward") or meta.get("in_grad_fn")), exc)
 
 
 def refuse_known(gm: torch.fx.GraphModule, example_inputs: Any) -> None:
