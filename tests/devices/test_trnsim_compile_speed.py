@@ -70,13 +70,14 @@ def test_a_prepared_graph_still_has_its_code(trnsim):
     torch.testing.assert_close(prepared(torch.ones(3))[0], (torch.ones(3).sin() + 1).relu())
 
 
-def test_full_collections_resume_after_the_pause():
-    from sweeper.checks.gcpause import fewer_full_collections
+def test_collections_resume_after_the_pause():
+    from sweeper.checks.gcpause import fewer_collections
 
     before = gc.get_threshold()
-    with pytest.raises(ValueError), fewer_full_collections():
-        assert gc.get_threshold()[:2] == before[:2]
-        assert gc.get_threshold()[2] > before[2]
+    with pytest.raises(ValueError), fewer_collections():
+        paused = gc.get_threshold()
+        assert paused[0] > before[0] and paused[2] > before[2]
+        assert paused[1] == before[1]
         raise ValueError("a model's compile error")
     assert gc.get_threshold() == before
 
