@@ -1,8 +1,12 @@
 """timm: image models named by the id (``timm/resnet50.a1_in1k`` -> ``resnet50``).
 
 Tiny builds pass only the size arguments the model class's constructor accepts (a ViT of
-depth 2, width 64; a ResNet or ConvNeXt of one block per stage); families without width
-arguments (EfficientNet, MobileNet) are built as they are (1-20 M parameters).
+depth 2, width 64; a ResNet or ConvNeXt of one block per stage). Families without size
+arguments (EfficientNet, MobileNetV2/V3: their entrypoints fix the block list) are built as
+timm builds them and then cut to the first two blocks of each stage: the first changes
+width and stride, the second is the residual repeat the rest of the stage copies, so every
+kind of block (and op) stays while the graph torch.compile traces halves (EfficientNet-B3:
+26 blocks -> 13).
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ TINY_ARGS: dict[str, dict[str, Any]] = {
     "SwinTransformer": {"depths": (1, 1, 1, 1), "embed_dim": 32, "num_heads": (1, 2, 4, 8), "img_size": TINY_IMAGE, "window_size": 4},
     "MaxxVit": {"depths": (1, 1, 1, 1)},
 }
+
+
+# Classes whose ``blocks`` are stages of repeated blocks, cut to this many blocks each.
+STAGED_BLOCKS = frozenset({"EfficientNet", "MobileNetV3"})
+BLOCKS_PER_STAGE = 2
 
 
 # ``@register_model`` entrypoints and the keys of ``register_model_deprecations`` maps:
@@ -105,6 +114,8 @@ class Timm(Library):
         elif weights == "pretrained":
             kwargs = {"pretrained": True, "pretrained_cfg_overlay": {"file": _safetensors(ref)}}
         model = seeded_build(lambda: timm.create_model(arch, **kwargs), cfg.materialise.seed)
+        if weights == "tiny" and _cut_stages(model):
+            notes["shrink"] = f"blocks per stage <= {BLOCKS_PER_STAGE}"
         model = model.to(vision.torch_dtype(cfg))
         size = TINY_IMAGE if weights == "tiny" else tuple(model.pretrained_cfg.get("input_size", (3, 224, 224))[1:])
         classes = getattr(model, "num_classes", NUM_CLASSES) or NUM_CLASSES
@@ -125,6 +136,23 @@ def _tiny_args(arch: str, create: Any = None) -> dict[str, Any]:
         cls = type((create or timm.create_model)(arch, pretrained=False))
     accepted = set(inspect.signature(cls.__init__).parameters)
     return {k: v for k, v in TINY_ARGS.get(cls.__name__, {}).items() if k in accepted}
+
+
+def _cut_stages(model: Any) -> bool:
+    """Keep the first ``BLOCKS_PER_STAGE`` blocks of each stage of a ``STAGED_BLOCKS``
+    model (in place); True when something was cut. Blocks after the first keep the
+    stage's width, so the stages still chain."""
+    import torch
+
+    stages = getattr(model, "blocks", None)
+    if type(model).__name__ not in STAGED_BLOCKS or not isinstance(stages, torch.nn.Sequential):
+        return False
+    cut = False
+    for i, stage in enumerate(stages):
+        if isinstance(stage, torch.nn.Sequential) and len(stage) > BLOCKS_PER_STAGE:
+            stages[i] = stage[:BLOCKS_PER_STAGE]
+            cut = True
+    return cut
 
 
 def _safetensors(ref: ModelRef) -> str:
