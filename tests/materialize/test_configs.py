@@ -137,3 +137,14 @@ def test_per_layer_lists_and_overrides_follow_the_kept_layers():
     out = shrink_config_dict(data)
     assert out["num_hidden_layers"] == 2 and out["layer_types"] == ["a", "b"]
     assert out["window"] == [1, 4] and out["layer_overrides"] == {"01": {"head_dim": 8}}
+
+
+@pytest.mark.parametrize("model_type", ["efficientnet", "align"])
+def test_efficientnet_stages_keep_their_first_block_and_one_repeat_unscaled(model_type):
+    data = config_to_dict(_default(model_type))  # the B7 default: 55 blocks (repeats x depth_coefficient 3.1)
+    shrunk = shrink_config_dict(data)
+    before, after = data.get("vision_config", data), shrunk.get("vision_config", shrunk)
+    assert list(before["num_block_repeats"]) == [1, 2, 2, 3, 3, 4, 1] and before["depth_coefficient"] > 3
+    assert list(after["num_block_repeats"]) == [1, 2, 2, 2, 2, 2, 1]
+    assert after["depth_coefficient"] == 1.0
+    assert len(after["in_channels"]) == len(before["in_channels"])  # every stage kept

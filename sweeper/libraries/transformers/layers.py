@@ -64,6 +64,12 @@ def shrink_layers(d: dict[str, Any]) -> None:
     for key in rules.STAGE_LIST_KEYS:
         if isinstance(d.get(key), list) and all(isinstance(v, int) for v in d[key]):
             d[key] = [min(v, 1) for v in d[key]]
+    for key in rules.REPEAT_LIST_KEYS:
+        if isinstance(d.get(key), list) and all(isinstance(v, int) for v in d[key]):
+            d[key] = [min(v, MAX_LAYERS) for v in d[key]]
+    for key in rules.DEPTH_SCALE_KEYS:
+        if isinstance(d.get(key), (int, float)) and d[key] > 1:
+            d[key] = 1.0
     for key in ("out_features", "stage_names"):
         d.pop(key, None)  # regenerated from out_indices and the new depth
     _clamp_feature_layers(d)

@@ -20,6 +20,12 @@ LAYER_KEYS: tuple[str, ...] = MAIN_LAYER_KEYS + (
 )
 # Per-stage depth lists of hierarchical (conv / windowed) backbones: 1 block per stage.
 STAGE_LIST_KEYS: tuple[str, ...] = ("depths", "num_layers_per_stage", "encoder_layers_per_stage")
+# Per-stage block counts (EfficientNet, ALIGN's vision tower) and the factor they are scaled
+# by. A stage's first block changes width and stride without a skip; the repeats after it add
+# the residual and dropout, so a tiny stage keeps up to two blocks (the first and one repeat),
+# unscaled: every kind of block, 12 blocks instead of 55 for the default (B7) config.
+REPEAT_LIST_KEYS: tuple[str, ...] = ("num_block_repeats",)
+DEPTH_SCALE_KEYS: tuple[str, ...] = ("depth_coefficient",)
 # Lists of layer indices that must follow the kept layers.
 LAYER_INDEX_KEYS: tuple[str, ...] = (
     "out_indices", "full_attn_idxs", "attn_layer_indices", "mlp_only_layers",
