@@ -44,3 +44,9 @@ def test_a_mobilenetv3_is_cut_the_same_way_and_resnets_keep_their_size_arguments
     assert max(_stage_lengths(mobilenet)) == 2
     resnet = _build("timm/resnet50.a1_in1k")
     assert resnet.notes["shrink"] == "layers"
+
+
+def test_a_fastvit_tower_keeps_one_block_per_stage():
+    from sweeper.libraries.timm_lib import _tiny_args
+
+    assert _tiny_args("fastvit_mci2") == {"layers": (1, 1, 1, 1)}  # MobileCLIP's image tower: 4, 12, 24, 4 blocks
