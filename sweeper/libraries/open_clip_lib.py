@@ -132,21 +132,10 @@ def _tiny_timm(active: bool) -> Iterator[None]:
     if not active:
         yield
         return
-    from open_clip import timm_model
+    from sweeper.libraries.timm_lib import tiny_timm_builds
 
-    from sweeper.libraries.timm_lib import _tiny_args
-
-    original = timm_model.timm.create_model
-
-    def create(name: str, *args: Any, **kwargs: Any) -> Any:
-        tiny = _tiny_args(name, original)
-        return original(name, *args, **{**tiny, **kwargs})
-
-    timm_model.timm.create_model = create
-    try:
+    with tiny_timm_builds():
         yield
-    finally:
-        timm_model.timm.create_model = original
 
 
 def _clip_loss(output: dict[str, Any], targets: dict[str, Any]) -> Any:

@@ -11,10 +11,12 @@ kind of block (and op) stays while the graph torch.compile traces halves (Effici
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import inspect
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +156,28 @@ def _cut_stages(model: Any) -> bool:
             stages[i] = stage[:BLOCKS_PER_STAGE]
             cut = True
     return cut
+
+
+@contextlib.contextmanager
+def tiny_timm_builds() -> Iterator[None]:
+    """While building another library's tiny model: every ``timm.create_model`` call (an
+    open_clip image tower, a transformers ``TimmBackbone``) gets timm's tiny size arguments
+    and stage cut. Those libraries pass only their own arguments, so a timm part would
+    otherwise be built at full size (DETR's ResNet-50 backbone: 16 blocks)."""
+    import timm
+
+    original = timm.create_model
+
+    def create(name: str, *args: Any, **kwargs: Any) -> Any:
+        model = original(name, *args, **{**_tiny_args(name, original), **kwargs})
+        _cut_stages(model)
+        return model
+
+    timm.create_model = create
+    try:
+        yield
+    finally:
+        timm.create_model = original
 
 
 def _safetensors(ref: ModelRef) -> str:

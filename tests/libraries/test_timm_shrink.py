@@ -50,3 +50,16 @@ def test_a_fastvit_tower_keeps_one_block_per_stage():
     from sweeper.libraries.timm_lib import _tiny_args
 
     assert _tiny_args("fastvit_mci2") == {"layers": (1, 1, 1, 1)}  # MobileCLIP's image tower: 4, 12, 24, 4 blocks
+
+
+def test_a_transformers_timm_backbone_is_built_tiny_and_timm_is_left_as_it_was():
+    import timm
+
+    from sweeper.libraries import build
+    from sweeper.sources.zoo import zoo_ref
+
+    create = timm.create_model
+    built = build(zoo_ref("detr", 1), SweepConfig.of(device="cpu"))
+    resnet = next(m for m in built.model.modules() if type(m).__name__ == "FeatureListNet")
+    assert [len(getattr(resnet, f"layer{i}")) for i in range(1, 5)] == [1, 1, 1, 1]  # resnet50: 3, 4, 6, 3
+    assert timm.create_model is create

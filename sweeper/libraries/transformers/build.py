@@ -8,6 +8,9 @@ ladder) → head class → seeded build in eval mode → inputs by rules. Known 
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -166,7 +169,8 @@ def build(ref: ModelRef, cfg: Any) -> Built:
     cls = transformers_class(head, model_type)
     kind = kind_of_class(model_type, head)
     if cfg.materialise.weights == "tiny":
-        model, inputs, has_labels = _probe_tiny(config, cls, cfg, kind, notes)
+        with _tiny_timm_parts(config):
+            model, inputs, has_labels = _probe_tiny(config, cls, cfg, kind, notes)
     else:
         if cfg.materialise.weights == "pretrained":
             from sweeper.libraries.transformers.pretrained import load_pretrained
@@ -305,6 +309,19 @@ def _checked_count(config: Any, cls: type, cap: int) -> int:
     if count > cap:
         raise TooLargeError(f"{count:,} parameters > max_parameters {cap:,}")
     return count
+
+
+def _tiny_timm_parts(config: Any) -> contextlib.AbstractContextManager[None]:
+    """Tiny timm parts (``TimmBackbone``: DETR, Table Transformer) while a tiny config
+    builds: transformers hands timm no size arguments of its own."""
+    text = json.dumps(config_to_dict(config), default=str)
+    if '"timm_backbone"' not in text and '"use_timm_backbone": true' not in text:
+        return contextlib.nullcontext()
+    if importlib.util.find_spec("timm") is None:
+        return contextlib.nullcontext()  # the build names the missing package itself
+    from sweeper.libraries.timm_lib import tiny_timm_builds
+
+    return tiny_timm_builds()
 
 
 def _build(cls: type, config: Any, cfg: Any) -> Any:
