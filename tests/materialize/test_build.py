@@ -182,3 +182,11 @@ def test_probe_falls_back_to_a_gentler_shrink_or_layout_that_runs():
     assert built.model(**built.inputs).loss is not None
     # RT-DETR's hybrid encoder links widths no rule knows: the level that keeps widths runs.
     assert materialize(zoo_ref("rt_detr", 1), CFG).notes["shrink"] == "keep_width"
+
+
+def test_sam2_builds_at_the_tiny_image_size():
+    built = materialize(zoo_ref("sam2", 1), CFG)
+    assert built.notes["shrink"] == "tiny"
+    assert built.inputs["pixel_values"].shape[-2:] == (224, 224)
+    out = built.model(**built.inputs)
+    assert out.pred_masks.shape[-2:] == (56, 56)

@@ -148,3 +148,14 @@ def test_efficientnet_stages_keep_their_first_block_and_one_repeat_unscaled(mode
     assert list(after["num_block_repeats"]) == [1, 2, 2, 2, 2, 2, 1]
     assert after["depth_coefficient"] == 1.0
     assert len(after["in_channels"]) == len(before["in_channels"])  # every stage kept
+
+
+def test_stated_feature_map_sizes_follow_the_shrunk_image():
+    # SAM 2's neck reads its backbone's maps at image / 4, / 8, / 16, stated by value in a
+    # sibling config: left at 1024's, the tiny image no longer fits and the build fell
+    # back to full-size 1024² inputs.
+    data = config_to_dict(_default("sam2"))
+    assert data["vision_config"]["backbone_feature_sizes"] == [[256, 256], [128, 128], [64, 64]]
+    shrunk = shrink_config_dict(data)
+    assert shrunk["vision_config"]["backbone_config"]["image_size"] == [224, 224]
+    assert shrunk["vision_config"]["backbone_feature_sizes"] == [[56, 56], [28, 28], [14, 14]]

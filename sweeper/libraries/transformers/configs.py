@@ -61,6 +61,9 @@ class _Remap:
     # the walk: a headless config repeating such a width by value (a multimodal
     # wrapper's hidden size, a projector's output) takes the same new width.
     head_widths: dict[int, int] = field(default_factory=dict)
+    # Side of the image before and after the shrink, when one was shrunk: feature-map
+    # sizes a sibling config states by value (``backbone_feature_sizes``) follow it.
+    image_sides: tuple[int, int] | None = None
 
 
 def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, Any]:
@@ -78,7 +81,29 @@ def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, A
         _link_tower_outputs(out)
     if "images" in parts:
         _scale_pinpoints(out)
+        _scale_feature_sizes(out, remap)
     return out
+
+
+# Feature-map sizes some vision configs state beside the image size they follow (SAM 2's
+# neck reads its backbone's maps as ``backbone_feature_sizes`` = image / 4, / 8, / 16).
+FEATURE_SIZE_SUFFIX = "feature_sizes"
+
+
+def _scale_feature_sizes(d: dict[str, Any], remap: _Remap) -> None:
+    """Scale stated feature-map sizes by the image shrink: left at the full image's, the
+    model builds but its neck expects maps the shrunk image does not give, and the ladder
+    falls back to the full image (SAM 2: 1024² inputs, a 16 s forward, a backward past the
+    memory limit)."""
+    if remap.image_sides is None:
+        return
+    old, new = remap.image_sides
+    for key, value in list(d.items()):
+        if isinstance(value, dict):
+            _scale_feature_sizes(value, remap)
+        elif isinstance(key, str) and key.endswith(FEATURE_SIZE_SUFFIX) and isinstance(value, list) and value and \
+                all(isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v) for v in value):
+            d[key] = [[max(1, x * new // old) for x in v] for v in value]
 
 
 def _scale_pinpoints(d: dict[str, Any]) -> None:
@@ -195,7 +220,7 @@ def _walk(d: dict[str, Any], remap: _Remap) -> None:
     if "experts" in parts:
         _shrink_experts(d)
     if "images" in parts:
-        _shrink_images(d)
+        _shrink_images(d, remap)
     if "vocab" in parts:
         _shrink_vocab(d, remap)
     if "positions" in parts:
@@ -318,14 +343,16 @@ def _shrink_experts(d: dict[str, Any]) -> None:
             d[key] = 1
 
 
-def _shrink_images(d: dict[str, Any]) -> None:
+def _shrink_images(d: dict[str, Any], remap: _Remap) -> None:
     for key in rules.IMAGE_SIZE_KEYS:
         value = d.get(key)
         if isinstance(value, int) and value > MAX_IMAGE:
             d[key] = SHRUNK_IMAGE
+            remap.image_sides = remap.image_sides or (value, SHRUNK_IMAGE)
         elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
             if max(value) > MAX_IMAGE:
                 d[key] = [SHRUNK_IMAGE for _ in value]
+                remap.image_sides = remap.image_sides or (max(value), SHRUNK_IMAGE)
         elif isinstance(value, dict):
             d[key] = {k: SHRUNK_IMAGE if isinstance(v, int) and v > MAX_IMAGE else v for k, v in value.items()}
 
