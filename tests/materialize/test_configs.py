@@ -55,7 +55,7 @@ def test_heads_keep_head_dim_and_gqa_ratio():
     shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
     assert shrunk.num_attention_heads == 4 and shrunk.num_key_value_heads == 1
     assert shrunk.hidden_size // shrunk.num_attention_heads == config.hidden_size // config.num_attention_heads
-    assert shrunk.num_hidden_layers == 2 and shrunk.vocab_size == 1024
+    assert shrunk.num_hidden_layers == 1 and shrunk.vocab_size == 1024  # its layers are all alike
 
 
 def test_a_head_width_only_implied_is_narrowed_an_explicit_one_kept():
@@ -159,3 +159,34 @@ def test_stated_feature_map_sizes_follow_the_shrunk_image():
     shrunk = shrink_config_dict(data)
     assert shrunk["vision_config"]["backbone_config"]["image_size"] == [224, 224]
     assert shrunk["vision_config"]["backbone_feature_sizes"] == [[56, 56], [28, 28], [14, 14]]
+
+
+@pytest.mark.parametrize("data", [
+    {"model_type": "x", "num_hidden_layers": 12, "hidden_size": 64, "num_attention_heads": 2},
+    {"model_type": "x", "encoder_layers": 12, "decoder_layers": 6, "d_model": 64, "decoder_sparse_step": 1,
+     "mlp_only_layers": [], "first_k_dense_replace": 0, "num_adapter_layers": 3},
+    {"model_type": "x", "num_hidden_layers": 6, "hidden_size": 64, "layer_types": ["full_attention"] * 6,
+     "max_window_layers": 4, "attention_window": [8] * 6},
+])
+def test_a_stack_of_alike_layers_keeps_one(data):
+    out = shrink_config_dict(data)
+    assert all(out[k] == 1 for k in ("num_hidden_layers", "encoder_layers", "decoder_layers") if k in data)
+
+
+@pytest.mark.parametrize("model_type, layers", [
+    ("jamba", 2),          # attention every 8th layer, experts every 2nd: both kinds kept
+    ("deepseek_v3", 2),    # dense layers first, then mixture-of-experts
+    ("blip_2_qformer", 2),  # cross-attention every 2nd layer
+    ("gemma3_text", 2),    # sliding and full attention layers
+    ("qwen2_5_vl", 2),     # vision tower: full attention at listed blocks (text stack alike: 1)
+])
+def test_a_stack_whose_layers_differ_keeps_each_kind(model_type, layers):
+    data = config_to_dict(_default(model_type))
+    out = shrink_config_dict(data)
+    depth = out.get("vision_config", out).get("depth") if model_type == "qwen2_5_vl" else out["num_hidden_layers"]
+    assert depth == layers
+
+
+def test_per_layer_values_that_vary_keep_two_layers():
+    data = {"model_type": "x", "num_hidden_layers": 4, "hidden_size": 64, "attention_window": [8, 16, 8, 16]}
+    assert shrink_config_dict(data)["num_hidden_layers"] == 2

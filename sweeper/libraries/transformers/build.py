@@ -20,6 +20,7 @@ from sweeper.libraries.transformers.fitting import fit_widths
 from sweeper.libraries.transformers.heads import kind_of_class
 from sweeper.libraries.transformers.images import wants_images, with_images
 from sweeper.libraries.transformers.inputs import cast_floating, make_inputs, model_dtype
+from sweeper.libraries.transformers.layers import MAX_LAYERS, UNIFORM_LAYERS
 from sweeper.libraries.transformers.memory_estimate import MemoryBudgetError, check_fits, meta_model
 from sweeper.libraries.transformers.models import build_model, choose_head, count_on_meta, transformers_class
 from sweeper.libraries.transformers.pristine import pristine
@@ -122,9 +123,10 @@ def tiny_configs(config: Any, cls: type, cap: int, *, cfg: Any = None) -> Iterat
     data = config_to_dict(config)
     first_error: BaseException | None = None
     found = False
-    for level in LEVELS:
+    for level in _with_layer_fallbacks(data):
         try:
-            shrunk = type(config).from_dict(shrink_config_dict(data, level))
+            name, alike = _level_args(level)
+            shrunk = type(config).from_dict(shrink_config_dict(data, name, alike_keep=alike))
             on_meta = meta_model(cls, shrunk)
             count = sum(p.numel() for p in on_meta.parameters())
         except Exception as exc:  # noqa: BLE001 - try the next, gentler level
@@ -147,6 +149,26 @@ def tiny_configs(config: Any, cls: type, cap: int, *, cfg: Any = None) -> Iterat
     if isinstance(first_error, SweeperError):
         raise first_error
     raise ShrinkError(f"shrunk config fails to build: {type(first_error).__name__}: {first_error}") from first_error
+
+
+# A level whose alike layers were cut to one, tried again with two: some model code
+# needs a second layer (LightGlue reads a per-layer confidence set only before the last).
+TWO_LAYERS = " (two alike layers)"
+
+
+def _with_layer_fallbacks(data: dict[str, Any]) -> Iterator[str]:
+    """Each shrink level, then the same keeping two alike layers where that differs."""
+    for level in LEVELS:
+        yield level
+        if shrink_config_dict(data, level) != shrink_config_dict(data, level, alike_keep=MAX_LAYERS):
+            yield level + TWO_LAYERS
+
+
+def _level_args(level: str) -> tuple[str, int]:
+    """``shrink_config_dict``'s level and ``alike_keep`` for a ladder step's name."""
+    if level.endswith(TWO_LAYERS):
+        return level[: -len(TWO_LAYERS)], MAX_LAYERS
+    return level, UNIFORM_LAYERS
 
 
 def _control(config: Any, cls: type) -> None:

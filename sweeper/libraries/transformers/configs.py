@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.libraries.transformers import rules
-from sweeper.libraries.transformers.layers import shrink_layers
+from sweeper.libraries.transformers.layers import MAX_LAYERS, UNIFORM_LAYERS, indexes_tower_layers, shrink_layers
 
 MAX_HEADS = 4
 MAX_IMPLIED_HEAD_DIM = 128
@@ -64,17 +64,23 @@ class _Remap:
     # Side of the image before and after the shrink, when one was shrunk: feature-map
     # sizes a sibling config states by value (``backbone_feature_sizes``) follow it.
     image_sides: tuple[int, int] | None = None
+    # A sibling config picks vision-tower layers by index (``vision_feature_layer``):
+    # vision towers then keep their depth of several layers even when all alike.
+    towers_indexed: bool = False
+    alike_keep: int = UNIFORM_LAYERS
 
 
-def shrink_config_dict(data: dict[str, Any], level: str = "tiny") -> dict[str, Any]:
-    """Return a shrunk copy of a config dict (``to_dict()`` / Hub config.json shape)."""
+def shrink_config_dict(data: dict[str, Any], level: str = "tiny", *, alike_keep: int = UNIFORM_LAYERS) -> dict[str, Any]:
+    """Return a shrunk copy of a config dict (``to_dict()`` / Hub config.json shape).
+    A stack of alike layers keeps ``alike_keep`` of them (``layers``)."""
     out = copy.deepcopy(data)
-    remap = _Remap(level=level)
+    remap = _Remap(level=level, alike_keep=alike_keep)
     parts = LEVEL_PARTS[level]
     if "vocab" in parts:
         _collect_special_ids(out, remap)
     if "widths" in parts:
         _plan_head_widths(out, remap)
+    remap.towers_indexed = indexes_tower_layers(out)
     _walk(out, remap)
     if "widths" in parts:
         _apply_widths(out, remap)
@@ -208,11 +214,12 @@ def _fill_unset(d: dict[str, Any]) -> None:
                 d[key] = MAX_TOP_K
 
 
-def _walk(d: dict[str, Any], remap: _Remap) -> None:
-    """Shrink one (sub-)config dict, then its nested sub-configs."""
+def _walk(d: dict[str, Any], remap: _Remap, name: str = "") -> None:
+    """Shrink one (sub-)config dict (``name``: its key in the parent), then its nested
+    sub-configs."""
     _fill_unset(d)
     rules.apply_layer_rules(d)
-    shrink_layers(d)
+    shrink_layers(d, alike_keep=MAX_LAYERS if remap.towers_indexed and _is_vision_tower(name) else remap.alike_keep)
     parts = LEVEL_PARTS[remap.level]
     if "widths" in parts:
         _shrink_heads_and_widths(d, remap)
@@ -227,13 +234,17 @@ def _walk(d: dict[str, Any], remap: _Remap) -> None:
         for key in POSITION_KEYS:
             if isinstance(d.get(key), int) and not isinstance(d[key], bool) and d[key] > MAX_POSITIONS:
                 d[key] = MAX_POSITIONS
-    for value in d.values():
+    for key, value in d.items():
         if isinstance(value, dict) and _is_sub_config(value):
-            _walk(value, remap)
+            _walk(value, remap, str(key))
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, dict) and _is_sub_config(item):
-                    _walk(item, remap)
+                    _walk(item, remap, str(key))
+
+
+def _is_vision_tower(name: str) -> bool:
+    return any(part in name for part in ("vision", "visual", "image"))
 
 
 def _is_sub_config(value: dict[str, Any]) -> bool:
