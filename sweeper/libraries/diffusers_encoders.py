@@ -25,7 +25,7 @@ def _tokens(gen: Any) -> dict[str, Any]:
 def _clip_config() -> Any:
     from transformers import CLIPTextConfig
 
-    return CLIPTextConfig(vocab_size=VOCAB, hidden_size=TEXT_DIM, intermediate_size=2 * TEXT_DIM, num_hidden_layers=2,
+    return CLIPTextConfig(vocab_size=VOCAB, hidden_size=TEXT_DIM, intermediate_size=2 * TEXT_DIM, num_hidden_layers=1,
                           num_attention_heads=2, max_position_embeddings=TEXT_LEN * 2, projection_dim=TEXT_DIM,
                           bos_token_id=0, eos_token_id=2, pad_token_id=1)
 
@@ -47,7 +47,7 @@ def clip_text_projection(gen: Any) -> tuple[Any, dict[str, Any]]:
 def _t5_config() -> Any:
     from transformers import T5Config
 
-    return T5Config(vocab_size=VOCAB, d_model=TEXT_DIM, d_kv=8, d_ff=2 * TEXT_DIM, num_layers=2, num_heads=2,
+    return T5Config(vocab_size=VOCAB, d_model=TEXT_DIM, d_kv=8, d_ff=2 * TEXT_DIM, num_layers=1, num_heads=2,
                     relative_attention_num_buckets=8, feed_forward_proj="gated-gelu")
 
 
@@ -70,7 +70,7 @@ def bert(gen: Any) -> tuple[Any, dict[str, Any]]:
     """BertModel (HunyuanDiT's bilingual CLIP text tower)."""
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=VOCAB, hidden_size=TEXT_DIM, num_hidden_layers=2, num_attention_heads=2,
+    config = BertConfig(vocab_size=VOCAB, hidden_size=TEXT_DIM, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=2 * TEXT_DIM, max_position_embeddings=TEXT_LEN * 2)
     return BertModel(config, add_pooling_layer=False), _tokens(gen)
 
@@ -82,8 +82,8 @@ def _pixels(gen: Any) -> dict[str, Any]:
 
 
 def _vision_config(cls: Any, **extra: Any) -> Any:
-    """A vision tower's config: 2 layers at the text width, 32-pixel images in 8-pixel patches."""
-    return cls(hidden_size=TEXT_DIM, intermediate_size=2 * TEXT_DIM, num_hidden_layers=2, num_attention_heads=2,
+    """A vision tower's config: 1 layer at the text width, 32-pixel images in 8-pixel patches."""
+    return cls(hidden_size=TEXT_DIM, intermediate_size=2 * TEXT_DIM, num_hidden_layers=1, num_attention_heads=2,
                image_size=32, patch_size=8, **extra)
 
 

@@ -1,7 +1,7 @@
 """open_clip: CLIP-style image + text towers, named through open_clip's own pretrained
 registry (a Hub id is the ``hf_hub`` of one of its (model, tag) pairs).
 
-Tiny builds shrink the named config (2 layers, width 64, context 16, small vocabulary);
+Tiny builds shrink the named config (1 layer, width 64, context 16, small vocabulary);
 an image tower that is a timm model is shrunk with the timm library's own size arguments.
 The loss is open_clip's own (ClipLoss, or SigLipLoss for the sigmoid models).
 """
@@ -116,10 +116,10 @@ def _tiny(model_cfg: dict[str, Any]) -> dict[str, Any]:
     if "timm_model_name" in vision_cfg:
         vision_cfg["timm_model_pretrained"] = False
     else:
-        vision_cfg.update(layers=2, width=64, head_width=32, patch_size=16)
+        vision_cfg.update(layers=1, width=64, head_width=32, patch_size=16)
         if isinstance(model_cfg["vision_cfg"].get("layers"), (list, tuple)):  # a ModifiedResNet tower
             vision_cfg.update(layers=(1, 1, 1, 1), width=16)
-    text_cfg = dict(model_cfg.get("text_cfg", {}), layers=2, width=64, heads=2, context_length=CONTEXT, vocab_size=VOCAB)
+    text_cfg = dict(model_cfg.get("text_cfg", {}), layers=1, width=64, heads=2, context_length=CONTEXT, vocab_size=VOCAB)
     # A timm tower without a projection hands its own width on: the shared width must be it.
     no_proj = "timm_model_name" in vision_cfg and vision_cfg.get("timm_proj") in (None, "none", "")
     return {"embed_dim": 64 if no_proj else 32, "vision_cfg": vision_cfg, "text_cfg": text_cfg}

@@ -1,7 +1,7 @@
 """timm: image models named by the id (``timm/resnet50.a1_in1k`` -> ``resnet50``).
 
 Tiny builds pass only the size arguments the model class's constructor accepts (a ViT of
-depth 2, width 64; a ResNet, ConvNeXt or FastViT of one block per stage). Families without size
+depth 1, width 64; a ResNet, ConvNeXt or FastViT of one block per stage). Families without size
 arguments (EfficientNet, MobileNetV2/V3: their entrypoints fix the block list) are built as
 timm builds them and then cut to the first two blocks of each stage: the first changes
 width and stride, the second is the residual repeat the rest of the stage copies, so every
@@ -30,8 +30,8 @@ NUM_CLASSES = 4
 TINY_IMAGE = 64
 # Constructor arguments that shrink a family, by the class timm builds.
 TINY_ARGS: dict[str, dict[str, Any]] = {
-    "VisionTransformer": {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": TINY_IMAGE},
-    "Eva": {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": TINY_IMAGE},
+    "VisionTransformer": {"depth": 1, "embed_dim": 64, "num_heads": 2, "img_size": TINY_IMAGE},
+    "Eva": {"depth": 1, "embed_dim": 64, "num_heads": 2, "img_size": TINY_IMAGE},
     "ResNet": {"layers": (1, 1, 1, 1)},
     "ConvNeXt": {"depths": (1, 1, 1, 1), "dims": (16, 32, 64, 128)},
     "SwinTransformer": {"depths": (1, 1, 1, 1), "embed_dim": 32, "num_heads": (1, 2, 4, 8), "img_size": TINY_IMAGE, "window_size": 4},
