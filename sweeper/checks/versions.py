@@ -28,7 +28,7 @@ LIBRARY_PACKAGES: dict[str, tuple[str, ...]] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def package_version(name: str) -> str:
     """The installed version of distribution ``name``, or ``absent``."""
     try:

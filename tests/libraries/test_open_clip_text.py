@@ -15,9 +15,9 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("open_clip") is None,
 
 
 def test_every_transformers_text_tower_open_clip_names_is_known_offline():
-    import sweeper  # noqa: F401 - torchvision's compat import comes first
     from open_clip.factory import _MODEL_CONFIGS
 
+    import sweeper  # noqa: F401 - torchvision's compat import comes first
     from sweeper.libraries.open_clip_text import TEXT_TOWERS
 
     named = {c["text_cfg"]["hf_model_name"] for c in _MODEL_CONFIGS.values() if "hf_model_name" in c.get("text_cfg", {})}

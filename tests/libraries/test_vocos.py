@@ -68,7 +68,6 @@ def test_what_cannot_be_built_is_refused_by_name(model_id, weights, match):
 
 @installed
 def test_copy_synthesis_rebuilds_the_input_and_its_mel_loss_reaches_every_part():
-    import torch
 
     from sweeper.libraries import build
 

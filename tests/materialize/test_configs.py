@@ -190,3 +190,11 @@ def test_a_stack_whose_layers_differ_keeps_each_kind(model_type, layers):
 def test_per_layer_values_that_vary_keep_two_layers():
     data = {"model_type": "x", "num_hidden_layers": 4, "hidden_size": 64, "attention_window": [8, 16, 8, 16]}
     assert shrink_config_dict(data)["num_hidden_layers"] == 2
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_moe", "qwen3_moe"])
+def test_a_moe_stack_with_no_dense_layers_keeps_its_expert_layer(model_type):
+    # ``mlp_only_layers`` = [] names no dense layer: it stays empty, or the one layer kept
+    # would be dense and the experts (and the ops they need) never run.
+    out = shrink_config_dict(config_to_dict(_default(model_type)))
+    assert out["num_hidden_layers"] == 1 and out["mlp_only_layers"] == []

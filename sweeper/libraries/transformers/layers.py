@@ -140,7 +140,9 @@ def shrink_layers(d: dict[str, Any], *, alike_keep: int = UNIFORM_LAYERS) -> Non
                 continue
             if len(value) == n and other not in rules.STAGE_LIST_KEYS:
                 d[other] = [value[i] for i in keep]
-            elif other in rules.LAYER_INDEX_KEYS and other != "out_indices" and all(isinstance(v, int) for v in value):
+            elif other in rules.LAYER_INDEX_KEYS and other != "out_indices" and value and all(isinstance(v, int) for v in value):
+                # (An empty list sets no layer apart and stays empty: kept as [0] it made the
+                # only kept layer of a mixture-of-experts stack a dense one.)
                 d[other] = [new_index[v] for v in value if v in new_index] or [len(keep) - 1]
     for key in rules.PERIOD_KEYS:
         if isinstance(d.get(key), int) and d[key] > MAX_LAYERS:
