@@ -198,3 +198,13 @@ def test_a_moe_stack_with_no_dense_layers_keeps_its_expert_layer(model_type):
     # would be dense and the experts (and the ops they need) never run.
     out = shrink_config_dict(config_to_dict(_default(model_type)))
     assert out["num_hidden_layers"] == 1 and out["mlp_only_layers"] == []
+
+
+def test_a_codec_with_its_own_encoder_and_decoder_widths_builds_tiny():
+    # DAC: the encoder doubles encoder_hidden_size per stage, the decoder halves
+    # decoder_hidden_size (1536): left as they were, the tiny build had 76 M parameters.
+    config = _default("dac")
+    shrunk = type(config).from_dict(shrink_config_dict(config_to_dict(config)))
+    assert shrunk.encoder_hidden_size << len(shrunk.downsampling_ratios) <= 256 and shrunk.decoder_hidden_size == 256
+    cls = transformers_class("DacModel")
+    assert count_on_meta(cls, shrunk) < 5_000_000 < count_on_meta(cls, config)

@@ -166,6 +166,10 @@ def apply_width_rules(d: dict[str, Any]) -> None:
 # derive from these fields, which the generic width rule leaves (convolutional configs).
 MAX_CODEC_CHANNELS = 1024
 MAX_VOCODER_CHANNELS = 256
+# A codec whose encoder and decoder state their own base widths (DAC: the encoder doubles
+# ``encoder_hidden_size`` at each stage, the decoder halves ``decoder_hidden_size``): each
+# stack's widest stage stays at most this.
+MAX_CODEC_STACK_CHANNELS = 256
 
 
 def _fix_codec_channels(d: dict[str, Any]) -> None:
@@ -175,6 +179,12 @@ def _fix_codec_channels(d: dict[str, Any]) -> None:
     ratios = d.get("downsampling_ratios") or d.get("upsampling_ratios")
     if isinstance(filters, int) and isinstance(ratios, list) and filters << len(ratios) > MAX_CODEC_CHANNELS:
         d["num_filters"] = max(1, MAX_CODEC_CHANNELS >> len(ratios))
+    stages = len(ratios) if isinstance(ratios, list) else 0
+    encoder, decoder = d.get("encoder_hidden_size"), d.get("decoder_hidden_size")
+    if stages and isinstance(encoder, int) and isinstance(decoder, int) and "hidden_size" not in d:
+        # (A config with its own ``hidden_size`` is a transformer's: these are its stacks' widths.)
+        d["encoder_hidden_size"] = max(1, min(encoder, MAX_CODEC_STACK_CHANNELS >> stages))
+        d["decoder_hidden_size"] = max(1 << stages, min(decoder, MAX_CODEC_STACK_CHANNELS))
     initial = d.get("upsample_initial_channel")
     if isinstance(initial, int) and initial > MAX_VOCODER_CHANNELS:
         d["upsample_initial_channel"] = MAX_VOCODER_CHANNELS
