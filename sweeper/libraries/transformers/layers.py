@@ -188,14 +188,16 @@ def _keep_outputs(d: dict[str, Any], keep: list[int]) -> list[int]:
     return keep
 
 
-# Fields by which one config picks layers of a tower by index.
-FEATURE_LAYER_KEYS = ("vision_feature_layer", "vision_feature_layers", "feature_layer", "select_layer")
+# Fields by which one config picks layers of a tower by index; the first two are clamped
+# to the shrunk depth, as before; the others are left as the config gives them.
+CLAMPED_FEATURE_LAYER_KEYS = ("vision_feature_layer", "vision_feature_layers")
+FEATURE_LAYER_KEYS = (*CLAMPED_FEATURE_LAYER_KEYS, "feature_layer", "select_layer")
 
 
 def _clamp_feature_layers(d: dict[str, Any]) -> None:
     """Vision feature layers named by a sibling config (an adapter's) index a tower that
     now has at most MAX_LAYERS layers; negative (from the end) indices still fit."""
-    for key in FEATURE_LAYER_KEYS[:2]:
+    for key in CLAMPED_FEATURE_LAYER_KEYS:
         value = d.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= MAX_LAYERS:
             d[key] = MAX_LAYERS - 1
