@@ -18,6 +18,7 @@ import torch
 from sweeper.checks import backend_breaks, selfnoise
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_collections
+from sweeper.checks.lognames import names_when_logged
 from sweeper.checks.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
 from sweeper.checks.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, precise_run, scalar_loss
 from sweeper.checks.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
@@ -295,7 +296,8 @@ def compile_stage(ctx: StageContext) -> None:
     capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole)
     fallbacks: Counter[str] = Counter()
     try:
-        with capture, fewer_collections(), backend_breaks.counted(fallbacks):  # tracing's objects live until it ends
+        # tracing's objects live until it ends; function names are looked up for debug logs only
+        with capture, fewer_collections(), names_when_logged(), backend_breaks.counted(fallbacks):
             output = compiled(**ctx.inputs)
             scalar_loss(output, has_labels=built.has_labels).backward()
             ctx.device.synchronize()
