@@ -18,6 +18,7 @@ from typing import Any
 from sweeper.checks.versions import versions
 from sweeper.devices.spec import DeviceSpec, resolve_device
 from sweeper.executors.base import Check, CheckFn, get_executor
+from sweeper.executors.order import longest_first
 from sweeper.hub.access import settle_hub_access
 from sweeper.hub.http import install
 from sweeper.records import ModelRecord, ModelRef
@@ -151,6 +152,8 @@ def _run(
         if stream is None:
             # Answered models are written while the catalog is read, never held all at once.
             batch = reuse.plan_into((ref for ref in refs if ref.key not in done), write)
+            # The longest checks start first, so the sweep does not end waiting on one.
+            batch = longest_first(batch)
             if not quiet and len(batch) < reuse.planned:
                 progress.say(f"checks: {len(batch)} to run for {reuse.planned} models (the rest share a check)")
         else:
