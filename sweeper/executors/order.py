@@ -28,8 +28,9 @@ NOT_RUN_SECONDS = 0.0
 _MEDIA_WORDS = frozenset({"image", "video", "audio", "speech", "object", "depth", "keypoint", "visual", "document",
                           "segmentation", "voice"})
 _MEDIA_TAGS = frozenset({"mask-generation"})
-# Libraries whose models are never pipelines of several models.
+# Libraries whose models are pipelines of several models, and libraries of vision models only.
 _PIPELINE_LIBRARIES = frozenset({"diffusers"})
+_VISION_LIBRARIES = frozenset({"timm", "open_clip"})
 
 
 def expected_seconds(ref: ModelRef, supported: frozenset[str]) -> float:
@@ -40,7 +41,7 @@ def expected_seconds(ref: ModelRef, supported: frozenset[str]) -> float:
     if library and library not in supported:
         return NOT_RUN_SECONDS
     tag = ref.pipeline_tag or ""
-    if _MEDIA_WORDS.intersection(tag.split("-")) or tag in _MEDIA_TAGS or library in ("timm", "open_clip"):
+    if _MEDIA_WORDS.intersection(tag.split("-")) or tag in _MEDIA_TAGS or library in _VISION_LIBRARIES:
         return MEDIA_SECONDS
     return TEXT_SECONDS
 
