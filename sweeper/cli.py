@@ -48,6 +48,7 @@ Dtype = Annotated[str | None, typer.Option("--dtype", help="float32 | bfloat16 |
 CollectAll = Annotated[bool, typer.Option("--collect-all", help="Keep going after a blocker to find every blocker of a model.")]
 Retie = Annotated[bool, typer.Option("--retie-weights", help="Keep tied weights tied across .to(device).")]
 WholeGraph = Annotated[bool, typer.Option("--whole-graph", help="Compile with fullgraph=True and data-dependent ops captured into the graph (default: Dynamo's defaults, a graph break runs the op eagerly).")]
+StrictFloat32 = Annotated[bool, typer.Option("--strict-float32", help="Exact float32 matmuls and convolutions (TF32 off, matmul precision 'highest'): what the device's default math hides.")]
 Catalog = Annotated[str | None, typer.Option("--catalog", help="A catalog file (CSV, JSONL, Parquet) to take models from.")]
 
 
@@ -74,6 +75,7 @@ def sweep(
     collect_all: CollectAll = False,
     retie_weights: Retie = False,
     whole_graph: WholeGraph = False,
+    strict_float32: StrictFloat32 = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Allow models' own Python code (off by default).")] = False,
     task: Annotated[list[str] | None, typer.Option("--task", help="Only these pipeline tags.")] = None,
     library: Annotated[list[str] | None, typer.Option("--library", help="Only these libraries.")] = None,
@@ -108,7 +110,7 @@ def sweep(
         _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
               executor=executor, out=out, timeout=timeout, compile_backend=compile_backend,
               device_profile=device_profile, dtype=dtype, collect_all=collect_all, retie_weights=retie_weights,
-              whole_graph=whole_graph, trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
+              whole_graph=whole_graph, strict_float32=strict_float32, trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
               max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, hub_rpm=hub_rpm, hub_tries=hub_tries,
@@ -141,6 +143,7 @@ def one(
     collect_all: CollectAll = False,
     retie_weights: Retie = False,
     whole_graph: WholeGraph = False,
+    strict_float32: StrictFloat32 = False,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Allow the model's own Python code.")] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for random weights and inputs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
@@ -152,7 +155,8 @@ def one(
 
     cfg = build_config(_opts(device=device, weights=weights, stages=stages, compile_backend=compile_backend,
                              device_profile=device_profile, dtype=dtype, collect_all=collect_all,
-                             retie_weights=retie_weights, whole_graph=whole_graph, catalog=catalog, executor="inline",
+                             retie_weights=retie_weights, whole_graph=whole_graph, strict_float32=strict_float32,
+                             catalog=catalog, executor="inline",
                              trust_remote_code=trust_remote_code, seed=seed))
     # The device as a sweep's workers build it: its profile, --collect-all, the spec's checks.
     checker = Checker.for_settings(cfg)

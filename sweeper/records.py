@@ -142,6 +142,10 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
 }
 
 
+# Kinds that say sweeper itself raised the failure (its inputs, its own code): never the
+# device's, even when the CPU control passes.
+HARNESS_ONLY: frozenset[ReasonKind] = frozenset({ReasonKind.HARNESS, ReasonKind.INPUT_SYNTHESIS})
+
 _KINDS = {k.value: k for k in ReasonKind}
 _ORIGINS = {o.value: o for o in Origin}
 _STATUSES = {s.value: s for s in Status}
@@ -218,6 +222,9 @@ class Reason:
             object.__setattr__(self, "origin", kind_info(self.kind).origin)
         elif not isinstance(self.origin, Origin):
             object.__setattr__(self, "origin", Origin(self.origin))
+        if self.kind in HARNESS_ONLY and self.origin is Origin.DEVICE:
+            # What sweeper itself raised is never the device's, whatever a control showed.
+            object.__setattr__(self, "origin", Origin.HARNESS)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -300,6 +307,9 @@ class ModelRecord:
     # Device vs CPU reference per stage: {"forward": {max_abs, max_rel, within},
     # "backward": {..., where}, "tolerance": {atol, rtol}, "nondeterministic": {...}}.
     numerics: dict[str, Any] = field(default_factory=dict)
+    # The float32 math the device's stages ran under, as the device declared it
+    # ({float32_matmul, float32_conv: ieee | tf32 | bf16, source, strict}).
+    precision: dict[str, Any] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
     num_parameters: int | None = None
     seconds: float = 0.0

@@ -147,6 +147,7 @@ def _check(
         if failed is not None or device is None:
             raise failed or RuntimeError("no device")
         record.versions = versions(device)
+        record.precision = device.float32_math().to_dict()
         _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of, parts=parts)
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
@@ -307,7 +308,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
     record.numerics = dict(findings.get("numerics") or {})
     record.graph_breaks = int(findings.get("graph_breaks", 0))
     record.graph_break_reasons = list(findings.get("graph_break_reasons", []))
-    for key in ("compile_backend", "params_with_grad", "retied_weights"):
+    for key in ("compile_backend", "params_with_grad", "retied_weights", "backward_mode"):
         if key in findings:
             record.notes[key] = findings[key]
     with contextlib.suppress(Exception):

@@ -120,13 +120,18 @@ _DEVICE_CODE = _OWN_CODE + "devices/"
 
 
 def _origin(exc: BaseException) -> ReasonKind:
-    """Where the innermost frame was: model code, sweeper code, or neither."""
+    """Where it was raised: model code (a transformers modeling file anywhere on the way
+    out), sweeper's own code (the raise itself in a sweeper module outside devices/), or
+    neither (torch, a library, a C++ kernel called from wherever: ``unknown``, which the
+    CPU control places). An error torch raises inside a call sweeper made (``backward()``)
+    is not sweeper's own: what the harness raised is never the device's (``HARNESS_ONLY``),
+    so that kind is kept for what sweeper itself raised."""
     frames = traceback.extract_tb(exc.__traceback__)
-    for frame in reversed(frames):
+    for depth, frame in enumerate(reversed(frames)):
         path = str(Path(frame.filename).resolve()).replace("\\", "/")
         if "/transformers/models/" in path or "/transformers/modeling_" in path:
             return ReasonKind.MODEL_ERROR
-        if path.startswith(_OWN_CODE) and not path.startswith(_DEVICE_CODE):
+        if depth == 0 and path.startswith(_OWN_CODE) and not path.startswith(_DEVICE_CODE):
             return ReasonKind.HARNESS
     return ReasonKind.UNKNOWN
 

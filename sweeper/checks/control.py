@@ -22,7 +22,7 @@ from sweeper.checks import origins, stages
 from sweeper.checks.classify import classify
 from sweeper.checks.origins import DISPUTABLE
 from sweeper.devices.base import get_device
-from sweeper.records import ModelRecord, Origin, Reason, ReasonKind, Stage, Status
+from sweeper.records import HARNESS_ONLY, ModelRecord, Origin, Reason, ReasonKind, Stage, Status
 
 # Stages a control can rerun: load already ran on the CPU, and moving to the CPU is no test.
 CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE)
@@ -118,7 +118,10 @@ def attribute(record: ModelRecord, control: dict[str, Any], *, upstream_fails: b
     """
     if control["status"] == Status.PASS.value:
         def judged(b: Reason) -> Reason:
-            return dataclasses.replace(b, origin=Origin.DEVICE) if b.stage == control["stage"] and b.kind in UNPLACED else b
+            # Sweeper's own failures stay ours (``HARNESS_ONLY``): a control passing on the
+            # CPU proves the device differs, not that the harness did right by it.
+            device_only = b.stage == control["stage"] and b.kind in UNPLACED and b.kind not in HARNESS_ONLY
+            return dataclasses.replace(b, origin=Origin.DEVICE) if device_only else b
         _rewrite(record, judged)
         return
     if control["status"] != Status.FAIL.value:

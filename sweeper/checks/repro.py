@@ -33,7 +33,7 @@ def repro_command(ref: ModelRef, cfg: SweepConfig) -> str:
     if cfg.materialise.seed:
         parts += ["--seed", str(cfg.materialise.seed)]
     for flag, on in (("--collect-all", cfg.device.collect_all), ("--retie-weights", cfg.device.retie_weights),
-                     ("--whole-graph", cfg.device.whole_graph),
+                     ("--whole-graph", cfg.device.whole_graph), ("--strict-float32", cfg.device.strict_float32),
                      ("--trust-remote-code", cfg.materialise.trust_remote_code)):  # fmt: skip
         if on:
             parts.append(flag)

@@ -46,18 +46,24 @@ NOISE_MULTIPLIER = 3.0
 
 
 def output_noise(model: torch.nn.Module, inputs: dict[str, Any], reference: torch.Tensor, *, seed: int,
-                 tol: Tolerance) -> Diff | None:
-    """How far a second CPU run's output (same seed) is from the reference's."""
-    again = cpu_rerun(model, inputs, seed=seed).output
+                 tol: Tolerance, draws: list[Any] | None = None) -> Diff | None:
+    """How far a second CPU run's output (same seed, the reference's random draws) is from
+    the reference's."""
+    again = cpu_reference(cpu_twin(model), inputs, seed=seed, has_labels=False, grads=False,
+                          draws=draws or None).output if draws else cpu_rerun(model, inputs, seed=seed).output
     if again is None or again.shape != reference.shape:
         return None
     return compare(again, reference, tol)
 
 
 def gradient_noise(model: torch.nn.Module, inputs: dict[str, Any], reference: dict[str, torch.Tensor], *, seed: int,
-                   has_labels: bool, tol: Tolerance) -> Diff | None:
-    """How far a second CPU run's parameter gradients (same seed) are from the reference's."""
-    again = cpu_reference(cpu_twin(model), inputs, seed=seed, has_labels=has_labels, grads=True).grads
+                   has_labels: bool, tol: Tolerance, how: dict[str, Any] | None = None) -> Diff | None:
+    """How far a second CPU run's parameter gradients (same seed, and the reference's mode,
+    loss and random draws: ``how``) are from the reference's."""
+    how = how or {}
+    again = cpu_reference(cpu_twin(model), inputs, seed=seed, has_labels=has_labels, grads=True,
+                          mode=how.get("mode", "eval"), loss=how.get("loss", "default"),
+                          draws=how.get("draws") or None).grads
     return compare_grads(again, reference, tol) if again else None
 
 
@@ -76,20 +82,38 @@ def over_tolerance(got: Mapping[str, torch.Tensor], ref: Mapping[str, torch.Tens
 
 
 def rounding(got: Mapping[str, torch.Tensor], ref: Mapping[str, torch.Tensor], precise: Mapping[str, torch.Tensor],
-             names: list[str]) -> dict[str, Any]:
+             names: list[str], *, declared: Mapping[str, torch.Tensor] | None = None) -> dict[str, Any]:
     """Per tensor of ``names``: the device's and the float32 CPU reference's distance from a
     float64 run; within when every device distance is at most ``NOISE_MULTIPLIER`` times a
-    non-zero CPU distance."""
+    non-zero allowed distance. The allowed distance is the reference's, or, for a device
+    that declares a reduced float32 math, the larger of it and that of a CPU run in the
+    declared math (``declared``): a TF32 device is allowed a TF32 error, an exact one is not.
+    ``within_exact`` says whether exact float32 alone would have been within."""
     judged = [n for n in names if n in precise and precise[n].shape == ref[n].shape]
     device = {n: _distance(got[n], precise[n]) for n in judged}
     cpu = {n: _distance(ref[n], precise[n]) for n in judged}
-    worst = max(judged, key=lambda n: device[n] / cpu[n] if cpu[n] > 0 else math.inf, default=None)
+    allowed = dict(cpu)
+    found: dict[str, Any] = {}
+    if declared is not None:
+        in_math = {n: _distance(declared[n], precise[n]) for n in judged
+                   if n in declared and declared[n].shape == ref[n].shape}
+        allowed = {n: max(cpu[n], in_math.get(n, 0.0)) for n in judged}
+        found["declared_vs_float64"] = max(in_math.values(), default=None)
+    worst = max(judged, key=lambda n: device[n] / allowed[n] if allowed[n] > 0 else math.inf if device[n] > 0 else 0.0,
+                default=None) if judged else None
+    complete = bool(judged) and len(judged) == len(names)
+
+    def within(bound: Mapping[str, float]) -> bool:
+        return complete and all(device[n] <= NOISE_MULTIPLIER * bound[n] and (bound[n] > 0 or device[n] == 0)
+                                for n in judged)
+
     return {
         "device_vs_float64": max(device.values(), default=None),
         "cpu_vs_float64": max(cpu.values(), default=None),
+        **found,
         "worst": worst,
-        "within": bool(judged) and len(judged) == len(names) and
-        all(cpu[n] > 0 and device[n] <= NOISE_MULTIPLIER * cpu[n] for n in judged),
+        "within": within(allowed),
+        "within_exact": within(cpu),
     }
 
 

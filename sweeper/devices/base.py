@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from sweeper.devices.precision import EXACT, Float32Math, strictly
 from sweeper.records import Reason
 from sweeper.settings.errors import UsageError
 from sweeper.settings.plugins import resolve
@@ -57,7 +58,8 @@ class Device:
     def __init__(self, spec: str, **options: Any) -> None:
         # Options every device receives (devices ignore those they do not use):
         # profile (path or None), collect_all (bool), out_dir (the sweep's output folder,
-        # where a device may leave artifacts such as compiler reproducers).
+        # where a device may leave artifacts such as compiler reproducers), strict_float32
+        # (bool: exact float32 matmuls and convolutions, no TF32).
         self.spec = spec
         self.options = options
 
@@ -100,6 +102,12 @@ class Device:
     def profile_info(self) -> dict[str, str]:
         """Name and content hash of the capability profile (empty for plain devices)."""
         return {}
+
+    def float32_math(self) -> Float32Math:
+        """How the device computes float32 matmuls and convolutions, as it declares it:
+        exact float32 unless it says otherwise (a plugin whose chip reads float32 inputs
+        as TF32 overrides this). Numerics allows a device the error its math implies."""
+        return strictly(EXACT) if self.options.get("strict_float32") else EXACT
 
     def reset_between_models(self) -> None:
         """Clear state one model could leak into the next (caches, counters)."""

@@ -34,10 +34,13 @@ class DeviceSpec:
     retie_weights: bool = False
     gpus: bool = False  # each model needs a GPU of its own
     out_dir: str | None = None  # where the device may leave artifacts (reproducers)
+    strict_float32: bool = False  # exact float32 matmuls and convolutions (no TF32)
+    float32_math: dict[str, Any] = field(default_factory=dict)  # the device's declared math, as planning read it
 
     def options(self) -> dict[str, Any]:
         """The options ``get_device`` hands the device's factory."""
-        return {"profile": self.profile, "collect_all": self.collect_all, "out_dir": self.out_dir}
+        return {"profile": self.profile, "collect_all": self.collect_all, "out_dir": self.out_dir,
+                "strict_float32": self.strict_float32}
 
     def build(self) -> Device:
         """A new ``Device`` for this spec (not yet set up)."""
@@ -47,7 +50,7 @@ class DeviceSpec:
 
     def info(self) -> dict[str, Any]:
         """What ``sweep.json`` and check fingerprints say about the device."""
-        return {"spec": self.spec, "profile": dict(self.profile_info)}
+        return {"spec": self.spec, "profile": dict(self.profile_info), "float32_math": dict(self.float32_math)}
 
 
 def parse(spec: str) -> tuple[str, int | None]:
@@ -71,7 +74,8 @@ def resolve_device(cfg: SweepConfig, *, out_dir: str | None = None) -> tuple[Dev
     dev = cfg.device
     name, index = parse(dev.spec)
     factory = device_factory(name)
-    device = factory(dev.spec, profile=dev.profile, collect_all=dev.collect_all, out_dir=out_dir)
+    device = factory(dev.spec, profile=dev.profile, collect_all=dev.collect_all, out_dir=out_dir,
+                     strict_float32=dev.strict_float32)
     ok, why = device.available()
     if not ok:
         raise UsageError(f"device {dev.spec!r} is not usable here: {why}")
@@ -79,5 +83,15 @@ def resolve_device(cfg: SweepConfig, *, out_dir: str | None = None) -> tuple[Dev
         spec=dev.spec, name=name, index=index, kind=device.kind, profile=dev.profile,
         profile_info=dict(device.profile_info()), compile_backend=dev.compile_backend, dtype=dev.dtype,
         collect_all=dev.collect_all, retie_weights=dev.retie_weights, gpus=device.gpus, out_dir=out_dir,
+        strict_float32=dev.strict_float32, float32_math=_declared_math(device),
     )
     return spec, device
+
+
+def _declared_math(device: Device) -> dict[str, Any]:
+    """The device's float32 math as planning reads it (a device that cannot tell yet, such
+    as a GPU not set up, is read again by each worker: records carry their own)."""
+    try:
+        return device.float32_math().to_dict()
+    except Exception:  # noqa: BLE001 - informational: each record states the math it ran under
+        return {}

@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from sweeper.devices.base import Device
+from sweeper.devices.precision import MATMUL_PRECISION, Float32Math
 
 
 class TorchDevice(Device):
@@ -85,7 +86,39 @@ def _torch_device(name: str, description: str, needs: str, plugin: str | None = 
     return type(f"{name.capitalize()}Device", (TorchDevice,), {"__module__": __name__, **attrs})
 
 
-CudaDevice = _torch_device("cuda", "NVIDIA (or ROCm) GPUs through torch.cuda", "a CUDA/ROCm build of torch and a GPU", gpus=True)
+class CudaDevice(TorchDevice):
+    """NVIDIA (or ROCm) GPUs. Its float32 math is read from the live settings: cuDNN runs
+    float32 convolutions in TF32 unless ``torch.backends.cudnn.allow_tf32`` is off, and
+    matmuls follow ``torch.get_float32_matmul_precision()`` (or the older
+    ``torch.backends.cuda.matmul.allow_tf32``). ``strict_float32`` turns both off."""
+
+    name = "cuda"
+    description = "NVIDIA (or ROCm) GPUs through torch.cuda"
+    needs = "a CUDA/ROCm build of torch and a GPU"
+    gpus = True
+
+    def setup(self) -> None:
+        super().setup()
+        if self.options.get("strict_float32"):
+            import torch
+
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.set_float32_matmul_precision("highest")
+
+    def float32_math(self) -> Float32Math:
+        import torch
+
+        matmul = MATMUL_PRECISION.get(torch.get_float32_matmul_precision(), "ieee")
+        if matmul == "ieee" and torch.backends.cuda.matmul.allow_tf32:
+            matmul = "tf32"
+        conv = "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
+        strict = bool(self.options.get("strict_float32"))
+        source = "--strict-float32" if strict else \
+            "live settings (torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())"
+        return Float32Math(matmul=matmul, conv=conv, source=source, strict=strict)
+
+
 MpsDevice = _torch_device("mps", "Apple GPUs through Metal", "macOS on Apple silicon")
 XpuDevice = _torch_device("xpu", "Intel GPUs through torch.xpu", "an XPU build of torch and an Intel GPU")
 HpuDevice = _torch_device("hpu", "Intel Gaudi through habana_frameworks", "habana_frameworks.torch", "habana_frameworks.torch")

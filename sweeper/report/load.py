@@ -47,7 +47,7 @@ MODEL_COLUMNS = [
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
-    "numerics_over", "within_noise",
+    "numerics_over", "within_noise", "within_precision", "precision",
 ]  # fmt: skip
 
 
@@ -223,7 +223,7 @@ def build(entries: list[Entry], *, meta: SweepMeta | None = None, skipped_lines:
 
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
           "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
-          "nondeterministic_diff": "float64", "within_noise": "bool"}  # fmt: skip
+          "nondeterministic_diff": "float64", "within_noise": "bool", "within_precision": "bool"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -290,7 +290,32 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         str(notes.get("fingerprint") or record.key),
         _part(record, "over").get("tensor"),  # output | gradient: what went past the tolerance
         _part(record, "within_noise").get("within") is True,
+        _within_precision(record),
+        _precision(record),
     )
+
+
+def _within_precision(record: ModelRecord) -> bool:
+    """Whether a gap past the tolerance was within the device's declared float32 math (on
+    the model or one of its components)."""
+    tables = [record.numerics] if isinstance(record.numerics, dict) else []
+    components = tables[0].get("components") if tables else None
+    if isinstance(components, dict):
+        tables += [t for t in components.values() if isinstance(t, dict)]
+    return any(isinstance(t.get("within_precision"), dict) and t["within_precision"].get("within") is True
+               for t in tables)
+
+
+def _precision(record: ModelRecord) -> str | None:
+    """The float32 math the record's stages ran under, as one phrase (None when unknown)."""
+    from sweeper.devices.precision import Float32Math
+
+    if not isinstance(record.precision, dict) or not record.precision:
+        return None
+    try:
+        return Float32Math.from_dict(record.precision).describe()
+    except ValueError:
+        return None
 
 
 def _outcome(record: ModelRecord) -> str:

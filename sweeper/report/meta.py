@@ -45,6 +45,7 @@ def identity_rows(meta: SweepMeta, models: pd.DataFrame) -> list[tuple[str, str]
         ("snapshot date", (meta.source or {}).get("snapshot_date") or "—"),
         ("weights", meta.setting("weights") or _single(models, "weights") or "—"),
         ("dtype", meta.setting("dtype") or _single(models, "dtype") or "—"),
+        ("float32 math", _single(models, "precision") or "—"),
         ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "—"),
         ("wall time", seconds(meta.wall_seconds)),
     ]

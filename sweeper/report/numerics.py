@@ -6,7 +6,8 @@ keeps its output and gradients as the reference; ``max_abs_diff`` is the largest
 gradients. Models past the tolerance fail with the reason ``numerics``, unless a second
 CPU run differs from the first too: those are ``nondeterministic``, shown apart and not
 judged, or the gap is within a small multiple of the CPU's own run-to-run noise
-(``within_noise``). What went past the tolerance is read from the record's typed field
+(``within_noise``), or within what the device's declared float32 math allows against a
+float64 run (``within_precision``: a TF32 device's TF32 error). What went past the tolerance is read from the record's typed field
 (``numerics.over``: ``output`` or ``gradient``), never from messages.
 """
 
@@ -71,6 +72,7 @@ def numerics(data: SweepData) -> dict[str, Any]:
         "identical": int((diffs == 0).sum()),
         "over_tolerance": len(over),
         "within_noise": int(m["within_noise"].astype(bool).sum()),
+        "within_precision": int(m["within_precision"].astype(bool).sum()),
         "atol": tol.atol if tol else None,
         "rtol": tol.rtol if tol else None,
         "dtype": dtype,

@@ -314,6 +314,11 @@ def _grads_and_random(n: dict[str, Any], weighted: bool, link: bool) -> str:
                      "CPU reference's own error (a second CPU run with the same seed; in float32 sweeps also the "
                      "distance of both results from a float64 CPU run): recorded as `numerics.within_noise`, "
                      "not failures.")
+    if n.get("within_precision"):
+        parts.append(f"{num(n['within_precision'])} model(s) differ past the tolerance but within the device's declared "
+                     "float32 math (their distance from a float64 CPU run is within a small multiple of a CPU run "
+                     "computing in that math, e.g. TF32 convolutions): recorded as `numerics.within_precision`, "
+                     "not failures; `--strict-float32` shows them in exact float32.")
     if n.get("grads_compared"):
         worst = n["grads_worst"]
         parts.append(f"Gradients after backward: {num(n['grads_compared'])} models compared with the CPU's, "

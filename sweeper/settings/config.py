@@ -87,6 +87,9 @@ class DeviceSettings:
     # Compile as a team that wants one graph does: fullgraph=True and data-dependent ops
     # captured into it, so a refusal names the op. Off: Dynamo's defaults, as users compile.
     whole_graph: bool = False
+    # Exact float32 matmuls and convolutions (TF32 off, matmul precision "highest"): shows
+    # what a device's default reduced float32 math hides.
+    strict_float32: bool = False
 
 
 @dataclass(frozen=True)

@@ -40,3 +40,28 @@ def test_check_order_replays_a_sweeps_checks_in_three_orders(tmp_path: Path) -> 
     assert "check_order longest_expected_first_s=10" in proc.stdout
     assert "check_order longest_recorded_first_s=10" in proc.stdout
     assert proc.stdout.startswith("3 checks, 14 s of checks, 2 workers")
+
+
+def test_numerics_verdicts_counts_what_verdicts_rest_on(tmp_path: Path) -> None:
+    tf32 = {"float32_matmul": "tf32", "float32_conv": "tf32"}
+    records = [
+        {"model_id": "org/mt5", "precision": tf32, "notes": {"backward_mode": "train"},
+         "numerics": {"reference_gradients": {"default_loss_max": 9e-42, "loss": "projection", "max": 16.6}}},
+        {"model_id": "org/vits", "precision": tf32,
+         "numerics": {"reference_gradients": {"default_loss_max": 0.3, "loss": "default", "max": 0.3},
+                      "random_ops": [{"op": "aten::randn_like", "module": "VitsModel", "stage": "forward"}],
+                      "random": {"forward": {"compared": "device run fed the CPU's random draws"}},
+                      "within_precision": {"within": True}}},
+        {"model_id": "org/copy", "reused_from": "org/vits", "numerics": {}},
+        {"model_id": "org/bad", "precision": tf32, "blockers": [{"kind": "numerics", "origin": "device"}],
+         "numerics": {"noise": {"float64": {"within": False, "within_exact": False}}}},
+    ]
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "numerics_verdicts.py"), "--records", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = set(proc.stdout.splitlines())
+    assert {"checks: 3", "math tf32/tf32: 3", "dead under the default loss: 1", "made alive by the projection loss: 1",
+            "draw random numbers: 1", "forward: fed the CPU's draws: 1", "cleared: within_precision: 1",
+            "numerics blocker, origin device: exact float32 fails too: 1"} <= lines, proc.stdout

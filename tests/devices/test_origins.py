@@ -26,6 +26,11 @@ class LoweringToolFailure(SweeperError):
     reason_kind = ReasonKind.LOWERING_TOOL_ERROR
 
 
+# The CPU runs load makes before the device's: the output's reference (eval mode) and the
+# gradients' (a training step).
+REFERENCE_RUNS = 2
+
+
 class Tiny(torch.nn.Module):
     """A linear layer, plus one injected fault in its forward."""
 
@@ -33,7 +38,7 @@ class Tiny(torch.nn.Module):
         super().__init__()
         self.fault = fault
         self.calls = 0
-        self.rebuilt = rebuilt  # built again (the CPU control): its first call is no reference run
+        self.rebuilt = rebuilt  # built again (the CPU control): its first calls are no reference runs
         self.cache: torch.Tensor | None = None
         self.linear = torch.nn.Linear(4, 4)
 
@@ -45,13 +50,13 @@ class Tiny(torch.nn.Module):
             y = y + y.double().sum().float()  # float64: the profile refuses it on the device
         elif self.fault == "lowering_tool" and on_device:
             raise LoweringToolFailure("failed to legalize operation 'torch.aten.native_op'", op="aten::native_op")
-        elif self.fault in ("input_rule", "model_bug") and (self.calls > 1 or self.rebuilt):  # after the CPU reference in load
+        elif self.fault in ("input_rule", "model_bug") and (self.calls > REFERENCE_RUNS or self.rebuilt):  # after the CPU references in load
             raise ValueError("Expected input batch_size (2) to match target batch_size (3)")
         elif self.fault in ("device_cache", "global_cache"):
             # A tensor made once, on whatever device the first run after load used, and
             # reused: an attribute of the model (gone with a fresh build), or module state.
             cached = self.cache if self.fault == "device_cache" else _GLOBAL_CACHE.get("t")
-            if cached is None and self.calls > 1:
+            if cached is None and self.calls > REFERENCE_RUNS:
                 cached = torch.ones(4, device=y.device)
                 self.cache = cached
                 _GLOBAL_CACHE["t"] = cached
@@ -63,7 +68,7 @@ class Tiny(torch.nn.Module):
                 raise RuntimeError("kernel launch failed")  # nothing recognises it: the control must place it
         elif self.fault == "declared_and_model_bug":
             y = y + y.double().sum().float()  # refused by the profile on the device (recorded, run on)
-            if self.calls > 1 or self.rebuilt:  # after the CPU reference in load, on any device
+            if self.calls > REFERENCE_RUNS or self.rebuilt:  # after the CPU references in load, on any device
                 raise ValueError("Expected input batch_size (2) to match target batch_size (3)")
         return y
 

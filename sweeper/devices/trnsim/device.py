@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Iterator
 from typing import Any
 
 from sweeper.devices.base import Device, Recording
+from sweeper.devices.precision import Float32Math, strictly
 from sweeper.storage.folder import SweepFolder
 
 
@@ -53,10 +55,9 @@ class TrnsimDevice(Device):
         """Register the backend and the compile backend; load the profile (idempotent)."""
         import sweeper.devices.trnsim.compiler as compiler
         from sweeper.devices.trnsim.backend import apply_profile
-        from sweeper.devices.trnsim.profile import load_profile
 
         if self._profile is None:
-            self._profile = load_profile(self.profile_path)
+            self._profile = self._load()
         apply_profile(self._profile)
         compiler.register_backend()
         if self.repro_dir:
@@ -117,10 +118,23 @@ class TrnsimDevice(Device):
     def profile_info(self) -> dict[str, str]:
         """Name and content hash of the profile records carry."""
         if self._profile is None:
-            from sweeper.devices.trnsim.profile import load_profile
-
-            self._profile = load_profile(self.profile_path)
+            self._profile = self._load()
         return self._profile.info()
+
+    def float32_math(self) -> Float32Math:
+        """The profile's ``[precision]`` (exact float32 under ``--strict-float32``)."""
+        if self._profile is None:
+            self._profile = self._load()
+        return self._profile.float32_math
+
+    def _load(self) -> Any:
+        """The profile, its float32 math made exact when strict float32 was asked for."""
+        from sweeper.devices.trnsim.profile import load_profile
+
+        profile = load_profile(self.profile_path)
+        if self.options.get("strict_float32"):
+            profile = dataclasses.replace(profile, float32_math=strictly(profile.float32_math))
+        return profile
 
     def reset_between_models(self) -> None:
         """Drop compiled graphs and free the last model's memory."""

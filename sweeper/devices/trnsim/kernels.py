@@ -18,8 +18,10 @@ from typing import Any
 
 import torch
 
+import sweeper.devices.trnsim.rng as rng
 import sweeper.devices.trnsim.state as state
 import sweeper.devices.trnsim.storage as storage
+from sweeper.devices.precision import MANTISSA_BITS, round_mantissa
 from sweeper.devices.trnsim.errors import (
     UnsupportedDtypeError,
     UnsupportedFeatureError,
@@ -32,6 +34,12 @@ _CPU = torch.device("cpu")
 _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 POLICY: dict[str, str] = {}
 ALLOWED_DTYPES: set[torch.dtype] = set()
+# Mantissa bits float32 inputs keep, per op family ("matmul", "conv"), when the profile
+# declares a reduced float32 math (TF32); absent: exact float32.
+ROUND_BITS: dict[str, int] = {}
+# Host kernels whose float32 inputs a TF32 unit would read rounded (cuBLAS's TF32 set).
+MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::mv",
+                        "aten::addmv"})
 # Ops that construct sparse or nested tensors from dense ones: refused per feature flag.
 _FEATURE_MARKERS = (("sparse", "sparse"), ("_nested", "nested"), ("to_mkldnn", "mkldnn"))
 
@@ -45,6 +53,20 @@ def apply_profile(profile: Profile, op_names: list[str]) -> None:
             POLICY[name] = policy
     ALLOWED_DTYPES.clear()
     ALLOWED_DTYPES.update(profile.dtypes)
+    ROUND_BITS.clear()
+    math = profile.float32_math
+    for family, mode in (("matmul", math.matmul), ("conv", math.conv)):
+        if MANTISSA_BITS[mode] < 23:
+            ROUND_BITS[family] = MANTISSA_BITS[mode]
+
+
+def rounded(family: str, tensors: list[Any]) -> list[Any]:
+    """``tensors`` as the profile's float32 math reads them for ``family`` (unchanged when
+    it is exact float32)."""
+    bits = ROUND_BITS.get(family)
+    if bits is None:
+        return tensors
+    return [round_mantissa(t, bits) if isinstance(t, Tensor) else t for t in tensors]
 
 
 def check_policy(name: str, policy: str) -> None:
@@ -200,6 +222,8 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     # full call turns them back into tensors.)
     call = op._op
     redispatch = op._handle.redispatch_boxed
+    matmul = name.split(".", 1)[0] in MATMUL_OPS
+    seeded = torch.Tag.nondeterministic_seeded in op.tags
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         policy = policy_get(name)
@@ -227,6 +251,8 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
                 cargs.append(_unwrap(a, name, keep))
         if kwargs:
             kwargs = {k: _unwrap(v, name, keep) for k, v in kwargs.items()}
+        if matmul and ROUND_BITS and keep is None:  # a declared TF32 math reads its inputs rounded
+            cargs = rounded("matmul", cargs)
         try:
             out = call(*cargs, **kwargs)
         except RuntimeError:
@@ -236,7 +262,23 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
         return _rewrap(out, name, keep)
 
     kernel.__name__ = f"trnsim_{name.replace('::', '_').replace('.', '_')}"
+    if seeded:
+        return _own_stream(kernel)
     return kernel
+
+
+def _own_stream(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """A random op's kernel drawing from trnsim's own generator (``rng``) unless the caller
+    passed a generator of its own."""
+
+    def random_kernel(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("generator") is not None:
+            return kernel(*args, **kwargs)
+        with rng.drawing():
+            return kernel(*args, **kwargs)
+
+    random_kernel.__name__ = kernel.__name__
+    return random_kernel
 
 
 def _writes_self_only(schema: Any) -> bool:

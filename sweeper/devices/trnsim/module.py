@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+import sweeper.devices.trnsim.rng as rng
 import sweeper.devices.trnsim.storage as storage
 
 _SHIMMED: dict[str, Any] = {}
@@ -52,10 +53,12 @@ class TrnsimModule:
         return False
 
     def manual_seed(self, seed: int) -> None:
-        """Host math draws from the CPU generator, which torch.manual_seed already seeds."""
+        """Seed trnsim's own generator (a stream of its own, not the CPU's: ``rng``)."""
+        rng.manual_seed(seed)
 
     def manual_seed_all(self, seed: int) -> None:
-        """See ``manual_seed``."""
+        """See ``manual_seed`` (one device)."""
+        rng.manual_seed(seed)
 
     def synchronize(self, device: Any = None) -> None:
         """Execution is synchronous: nothing is queued."""

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import tomllib
 import torch
 
+from sweeper.devices.precision import EXACT, MANTISSA_BITS, Float32Math
 from sweeper.devices.trnsim.errors import ProfileError
 
 Policy = Literal["native", "fallback", "error"]
@@ -43,6 +44,8 @@ class Profile:
     eager: dict[str, Policy] = field(default_factory=dict)
     compile: dict[str, Policy] = field(default_factory=dict)
     families: dict[str, str] = field(default_factory=dict)
+    # How float32 matmuls and convolutions compute (the profile's [precision] table).
+    float32_math: Float32Math = EXACT
 
     def policy(self, op: str, mode: Mode = "eager") -> Policy:
         """Policy for ``op`` (overload first, then its packet, then the mode's default)."""
@@ -101,7 +104,23 @@ def parse_profile(data: dict[str, Any], *, path: str = "<memory>", digest: str =
             comp[key] = _policy(group.get("compile", default["compile"]), path, key)
             families[key] = family
     return Profile(name, digest or hashlib.sha256(repr(data).encode()).hexdigest()[:16], path,
-                   dtypes, features, default, eager, comp, families)
+                   dtypes, features, default, eager, comp, families, _float32_math(data, name, path))
+
+
+def _float32_math(data: dict[str, Any], name: str, path: str) -> Float32Math:
+    """The ``[precision]`` table: ``float32_matmul`` and ``float32_conv``, each ``ieee``
+    (exact float32, the default), ``tf32`` or ``bf16``."""
+    table = data.get("precision", {})
+    unknown = set(table) - {"float32_matmul", "float32_conv"}
+    if unknown:
+        raise ProfileError(f"device profile {path}: unknown precision key(s) {', '.join(sorted(unknown))}")
+    for key in ("float32_matmul", "float32_conv"):
+        if table.get(key, "ieee") not in MANTISSA_BITS:
+            raise ProfileError(f"device profile {path}: precision.{key} must be one of {', '.join(MANTISSA_BITS)}")
+    if not table:
+        return Float32Math(source=f"profile {name}")
+    return Float32Math(matmul=table.get("float32_matmul", "ieee"), conv=table.get("float32_conv", "ieee"),
+                       source=f"profile {name}")
 
 
 def op_key(raw: str, path: str = "<memory>") -> str:

@@ -90,6 +90,7 @@ def convolution_overrideable(inp: Tensor, weight: Tensor, bias: Tensor | None, s
                              dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Tensor:
     """PyTorch routes convolutions on PrivateUse1 here; the host convolution computes it."""
     _count("aten::convolution_overrideable")
+    inp, weight = _conv_math(inp, weight)
     return kernels.host_call(aten.convolution.default, "aten::convolution_overrideable",
                              inp, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
@@ -100,9 +101,19 @@ def convolution_backward_overrideable(grad: Tensor, inp: Tensor, weight: Tensor,
     """Backward of ``convolution_overrideable`` through the host's ``convolution_backward``."""
     _count("aten::convolution_backward_overrideable")
     bias_sizes = [weight.size(1) * groups if transposed else weight.size(0)]
+    grad, inp, weight = _conv_math(grad, inp, weight)
     return kernels.host_call(aten.convolution_backward.default, "aten::convolution_backward_overrideable",
                              grad, inp, weight, bias_sizes, stride, padding, dilation, transposed,
                              output_padding, groups, output_mask)
+
+
+def _conv_math(*tensors: Tensor) -> list[Tensor]:
+    """Convolution inputs as the profile's float32 math reads them: with a TF32 math, host
+    copies rounded to its mantissa (the trnsim tensors untouched); else the tensors."""
+    bits = kernels.ROUND_BITS.get("conv")
+    if not bits:
+        return list(tensors)
+    return [kernels.round_mantissa(_host(t), bits) if t.dtype is torch.float32 else t for t in tensors]
 
 
 def shallow_copy_compatible(self: Tensor, other: Tensor) -> bool:
