@@ -56,6 +56,22 @@ class Draw:
         return {"op": self.op, "module": self.module, "stage": self.stage}
 
 
+def draws(func: Any, args: Any, kwargs: Any) -> bool:
+    """Whether this call of an op draws random numbers: PyTorch tags every op that may
+    (``nondeterministic_seeded``), attention kernels among them for their ``dropout_p``;
+    a call whose dropout probability is 0 (or that is not training) draws nothing, and a
+    device that runs attention as another kernel must not look as if it drew otherwise."""
+    if RANDOM not in func.tags:
+        return False
+    schema = func._schema.arguments
+    named = {a.name: a.default_value for a in schema if a.has_default_value()}
+    named |= dict(zip((a.name for a in schema), args, strict=False)) | dict(kwargs or {})
+    for key in ("dropout_p", "p"):
+        if key in named and isinstance(named[key], (int, float)) and named[key] == 0:
+            return False
+    return named.get("train", True) is not False
+
+
 def op_name(func: Any) -> str:
     """``aten::bernoulli_.float`` -> ``aten::bernoulli_`` (the packet's name)."""
     return f"{func.namespace}::{func._opname}" if hasattr(func, "_opname") else str(func)
@@ -110,7 +126,7 @@ class Tape(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        if RANDOM in func.tags:
+        if draws(func, args, kwargs):
             kept = [t.detach().to("cpu", copy=True) for t in _tensors(out)]
             self.draws.append(Draw(op_name(func), self.path.current(), self.stage, kept))
         return out
@@ -131,7 +147,7 @@ class Replay(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        if RANDOM not in func.tags:
+        if not draws(func, args, kwargs):
             return out
         name, own = op_name(func), _tensors(out)
         entry = self.draws[self.at] if self.at < len(self.draws) else None

@@ -5,8 +5,9 @@ A user backpropagates in train mode. Paths that exist only there are checked as 
 met: cuDNN's RNN backward (which refuses eval mode), batch norm over the batch, layers
 that a config switches off in eval. Dropout and stochastic depth would draw a different
 mask on every device, so they are switched off: ``nn.Dropout`` modules (and timm's and
-torchvision's drop-path modules) stay in eval mode, and float attributes that modules pass
-to functional dropout (``attention_dropout``, ``drop_prob``...) read 0 for the step. A
+torchvision's drop-path modules) stay in eval mode, and float attributes that modules or
+their configuration pass to functional dropout or stochastic depth (``attention_dropout``,
+``drop_prob``, a config's ``layerdrop``...) read 0 for the step. A
 random op left after that (dropout hard-wired on, sampled noise) is fed the CPU's draws
 (``randomness``). Buffers a training step updates (batch norm's running statistics) and
 every module's mode are restored on the way out, so the stages after it see the model as
@@ -49,6 +50,16 @@ def _module_rate(module: torch.nn.Module) -> list[tuple[str, float]]:
     return [("p", p)] if _stochastic(module) and isinstance(p, float) and p > 0 else []
 
 
+def _configs(model: torch.nn.Module) -> list[Any]:
+    """The distinct configuration objects the model's modules hold (``module.config``)."""
+    found: dict[int, Any] = {}
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if config is not None and not isinstance(config, (dict, torch.nn.Module)) and hasattr(config, "__dict__"):
+            found.setdefault(id(config), config)
+    return list(found.values())
+
+
 @contextlib.contextmanager
 def training_step(model: torch.nn.Module) -> Iterator[None]:
     """The model in train mode with dropout and stochastic depth off (see the module's
@@ -66,6 +77,10 @@ def training_step(model: torch.nn.Module) -> Iterator[None]:
             for name, value in _rate_attributes(module) + _module_rate(module):
                 rates.append((module, name, value))
                 object.__setattr__(module, name, 0.0)
+        for config in _configs(model):  # rates read from the config at each forward (layerdrop)
+            for name, value in _rate_attributes(config):
+                rates.append((config, name, value))
+                object.__setattr__(config, name, 0.0)
         yield
     finally:
         for module, name, value in rates:

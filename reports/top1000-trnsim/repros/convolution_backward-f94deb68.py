@@ -2,7 +2,7 @@
 
 Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python convolution_backward-eaad4145.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python convolution_backward-f94deb68.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.convolution_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 16, 1, 14080), torch.float32), ((2, 32, 1, 7040), torch.float32), ((32, 16, 1, 4), torch.float32)]
+INPUTS = [((2, 576, 2, 2), torch.float32), ((2, 576, 2, 2), torch.float32), ((576, 1, 5, 5), torch.float32)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], P[2], [16], [1, 2], [0, 1], [1, 1], True, [0, 0], 1, [True, True, True])
+    args = (P[0], P[1], P[2], [0], [1, 1], [2, 2], [1, 1], False, [0, 0], 576, [True, True, False])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))
