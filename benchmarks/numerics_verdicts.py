@@ -7,8 +7,8 @@ the float32 math the records ran under; references whose gradients all but vanis
 the default loss, how many a projection loss made alive, how many are not compared;
 models that draw random numbers (and whether their draws were fed and matched); the
 backward mode; gaps past the tolerance cleared as the CPU's noise, as the device's declared
-math, or unproven; and numerics blockers by origin, each with whether exact float32 would
-have passed it (``within_exact``).
+math, or unproven; and numerics blockers by origin, each with whether the device was
+within the bound of exact float32 (``within_exact``) or past it too.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def count(lines: list[str]) -> Counter:
         for blocker in record.get("blockers") or []:
             if blocker.get("kind") == "numerics":
                 proof = _proof(record.get("numerics") or {})
-                exact = "exact float32 would pass" if proof.get("within_exact") else "exact float32 fails too"
+                exact = "within exact float32's bound" if proof.get("within_exact") else "past exact float32's bound too"
                 figures[f"numerics blocker, origin {blocker.get('origin')}: {exact}"] += 1
             if blocker.get("kind") in ("harness", "input_synthesis") and blocker.get("origin") == "device":
                 figures["harness-kind blocker with origin device"] += 1

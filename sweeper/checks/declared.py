@@ -21,9 +21,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from sweeper.devices.precision import MANTISSA_BITS, Float32Math, round_mantissa
 
 aten = torch.ops.aten
-_MATMUL = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten.addbmm.default,
-           aten.mv.default, aten.addmv.default}
-_CONV = {aten.convolution.default, aten.convolution_backward.default}
+# Op -> (family, the positions of the operands a TF32 unit reads rounded): the factors of a
+# product, never the tensor added to it (``addmm``'s ``self``) nor a convolution's bias.
+_OPERANDS: dict[Any, tuple[str, tuple[int, ...]]] = {
+    aten.mm.default: ("matmul", (0, 1)), aten.bmm.default: ("matmul", (0, 1)), aten.mv.default: ("matmul", (0, 1)),
+    aten.addmm.default: ("matmul", (1, 2)), aten.baddbmm.default: ("matmul", (1, 2)),
+    aten.addbmm.default: ("matmul", (1, 2)), aten.addmv.default: ("matmul", (1, 2)),
+    aten.convolution.default: ("conv", (0, 1)), aten.convolution_backward.default: ("conv", (0, 1, 2)),
+}
 
 
 class DeclaredMath(TorchDispatchMode):
@@ -34,9 +39,11 @@ class DeclaredMath(TorchDispatchMode):
         self.bits = {"matmul": MANTISSA_BITS[math.matmul], "conv": MANTISSA_BITS[math.conv]}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        family = "matmul" if func in _MATMUL else "conv" if func in _CONV else None
-        if family is not None and self.bits[family] < 23:
-            args = tuple(round_mantissa(a, self.bits[family]) if isinstance(a, torch.Tensor) else a for a in args)
+        found = _OPERANDS.get(func)
+        if found is not None and self.bits[found[0]] < 23:
+            bits, operands = self.bits[found[0]], found[1]
+            args = tuple(round_mantissa(a, bits) if i in operands and isinstance(a, torch.Tensor) else a
+                         for i, a in enumerate(args))
         return func(*args, **(kwargs or {}))
 
 
@@ -47,5 +54,9 @@ def declared_math(math: Float32Math | None) -> Iterator[None]:
     if math is None or math.exact:
         yield
         return
-    with DeclaredMath(math):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    # Attention as its matmuls (the math backend), as a device without a fused float32
+    # attention kernel runs it: the CPU's fused kernel would hide them from the rounding.
+    with sdpa_kernel([SDPBackend.MATH]), DeclaredMath(math):
         yield

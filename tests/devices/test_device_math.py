@@ -35,6 +35,9 @@ MOBILEVIT = ModelRef("apple/mobilevit-small", 1, library_name="transformers", mo
                      pipeline_tag="image-classification")
 MT5 = ModelRef("google/mt5-small", 1, library_name="transformers", model_type="mt5",
                architecture="MT5ForConditionalGeneration")
+# Attention: the declared math's CPU run must meet its matmuls as the device does.
+SIGLIP = ModelRef("google/siglip-base-patch16-224", 1, library_name="transformers", model_type="siglip",
+                  pipeline_tag="zero-shot-image-classification")
 TTS = ModelRef("microsoft/speecht5_tts", 1, library_name="transformers", model_type="speecht5",
                pipeline_tag="text-to-speech")
 VITS = ModelRef("facebook/mms-tts-yor", 1, library_name="transformers", model_type="vits", pipeline_tag="text-to-speech")
@@ -70,7 +73,7 @@ def planted_tf32(monkeypatch: pytest.MonkeyPatch) -> None:
     kernels.ROUND_BITS.clear()
 
 
-@pytest.mark.parametrize("ref", [RESNET, WAVLM, MOBILEVIT], ids=lambda r: r.model_id)
+@pytest.mark.parametrize("ref", [RESNET, WAVLM, MOBILEVIT, SIGLIP], ids=lambda r: r.model_id)
 def test_a_tf32_device_is_allowed_its_declared_error(trnsim, ref):
     record = _check(ref, profile=TF32)
     assert record.precision["float32_conv"] == "tf32" and record.precision["float32_matmul"] == "tf32"

@@ -37,9 +37,12 @@ ALLOWED_DTYPES: set[torch.dtype] = set()
 # Mantissa bits float32 inputs keep, per op family ("matmul", "conv"), when the profile
 # declares a reduced float32 math (TF32); absent: exact float32.
 ROUND_BITS: dict[str, int] = {}
-# Host kernels whose float32 inputs a TF32 unit would read rounded (cuBLAS's TF32 set).
-MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::mv",
-                        "aten::addmv"})
+# Host kernels whose float32 operands a TF32 unit reads rounded (cuBLAS's TF32 set), with
+# the positions of the product's factors (``addmm``'s added ``self`` is not rounded).
+MATMUL_OPS: dict[str, tuple[int, ...]] = {
+    "aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::mv": (0, 1),
+    "aten::addmm": (1, 2), "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2), "aten::addmv": (1, 2),
+}
 # Ops that construct sparse or nested tensors from dense ones: refused per feature flag.
 _FEATURE_MARKERS = (("sparse", "sparse"), ("_nested", "nested"), ("to_mkldnn", "mkldnn"))
 
@@ -60,13 +63,13 @@ def apply_profile(profile: Profile, op_names: list[str]) -> None:
             ROUND_BITS[family] = MANTISSA_BITS[mode]
 
 
-def rounded(family: str, tensors: list[Any]) -> list[Any]:
-    """``tensors`` as the profile's float32 math reads them for ``family`` (unchanged when
-    it is exact float32)."""
+def rounded(family: str, args: list[Any], operands: tuple[int, ...]) -> list[Any]:
+    """``args`` with the product's factors (``operands``) as the profile's float32 math
+    reads them for ``family`` (unchanged when it is exact float32)."""
     bits = ROUND_BITS.get(family)
     if bits is None:
-        return tensors
-    return [round_mantissa(t, bits) if isinstance(t, Tensor) else t for t in tensors]
+        return args
+    return [round_mantissa(a, bits) if i in operands and isinstance(a, Tensor) else a for i, a in enumerate(args)]
 
 
 def check_policy(name: str, policy: str) -> None:
@@ -222,7 +225,7 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
     # full call turns them back into tensors.)
     call = op._op
     redispatch = op._handle.redispatch_boxed
-    matmul = name.split(".", 1)[0] in MATMUL_OPS
+    matmul = MATMUL_OPS.get(name.split(".", 1)[0])
     seeded = torch.Tag.nondeterministic_seeded in op.tags
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
@@ -251,8 +254,8 @@ def make_kernel(op: torch._ops.OpOverload, name: str) -> Callable[..., Any]:
                 cargs.append(_unwrap(a, name, keep))
         if kwargs:
             kwargs = {k: _unwrap(v, name, keep) for k, v in kwargs.items()}
-        if matmul and ROUND_BITS and keep is None:  # a declared TF32 math reads its inputs rounded
-            cargs = rounded("matmul", cargs)
+        if matmul and ROUND_BITS and keep is None:  # a declared TF32 math reads its factors rounded
+            cargs = rounded("matmul", cargs, matmul)
         try:
             out = call(*cargs, **kwargs)
         except RuntimeError:
