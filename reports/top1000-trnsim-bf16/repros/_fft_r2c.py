@@ -1,6 +1,6 @@
 """Torch-MLIR fails to lower aten::_fft_r2c to StableHLO.
 
-Found by the sweeper's trnsim compile stage (inference graph); torch 2.13.0+cpu.
+Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
 Run: python _fft_r2c.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten._fft_r2c.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 17, 1024), torch.float32)]
+INPUTS = [((2, 101, 400), torch.float32)]
 
 
 def build() -> torch.fx.GraphModule:

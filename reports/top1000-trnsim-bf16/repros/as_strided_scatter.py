@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.as_strided_scatter.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((262144,), torch.bfloat16), ((8, 512, 64), torch.bfloat16)]
+INPUTS = [((256,), torch.bfloat16), ((2, 128), torch.bfloat16)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [8, 512, 64], [64, 512, 1], 0)
+    args = (P[0], P[1], [2, 128], [128, 1], 0)
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))

@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.convolution_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 576, 2, 2), torch.bfloat16), ((2, 576, 2, 2), torch.bfloat16), ((576, 1, 5, 5), torch.bfloat16)]
+INPUTS = [((2, 32, 2, 16, 16), torch.bfloat16), ((2, 32, 2, 16, 16), torch.bfloat16), ((32, 32, 3, 1, 1), torch.bfloat16)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], P[2], [0], [1, 1], [2, 2], [1, 1], False, [0, 0], 576, [True, True, False])
+    args = (P[0], P[1], P[2], [32], [1, 1, 1], [1, 0, 0], [1, 1, 1], False, [0, 0, 0], 1, [True, True, True])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))

@@ -1,6 +1,6 @@
 """Torch-MLIR fails to lower aten::index_put to StableHLO.
 
-Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu.
+Found by the sweeper's trnsim compile stage (inference graph); torch 2.13.0+cpu.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
 Run: python index_put.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.index_put.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 512), torch.bfloat16), ((2, 512), torch.bool), ((), torch.bfloat16)]
+INPUTS = [((2, 1, 16), torch.bfloat16), ((2, 1, 16), torch.bool), ((0,), torch.bfloat16)]
 
 
 def build() -> torch.fx.GraphModule:

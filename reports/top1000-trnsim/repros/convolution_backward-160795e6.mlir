@@ -1,0 +1,30 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[2,32,2,4,4],f32>, %arg1: !torch.vtensor<[2,36,2,8,8],f32>, %arg2: !torch.vtensor<[32,36,1,2,2],f32>) -> (!torch.vtensor<[32,36,1,2,2],f32>, !torch.vtensor<[32],f32>) {
+    %int32 = torch.constant.int 32
+    %0 = torch.prim.ListConstruct %int32 : (!torch.int) -> !torch.list<int>
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int2_0 = torch.constant.int 2
+    %1 = torch.prim.ListConstruct %int1, %int2, %int2_0 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %int0 = torch.constant.int 0
+    %int0_1 = torch.constant.int 0
+    %int0_2 = torch.constant.int 0
+    %2 = torch.prim.ListConstruct %int0, %int0_1, %int0_2 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %int1_3 = torch.constant.int 1
+    %int1_4 = torch.constant.int 1
+    %int1_5 = torch.constant.int 1
+    %3 = torch.prim.ListConstruct %int1_3, %int1_4, %int1_5 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %false = torch.constant.bool false
+    %int0_6 = torch.constant.int 0
+    %int0_7 = torch.constant.int 0
+    %int0_8 = torch.constant.int 0
+    %4 = torch.prim.ListConstruct %int0_6, %int0_7, %int0_8 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %int1_9 = torch.constant.int 1
+    %false_10 = torch.constant.bool false
+    %true = torch.constant.bool true
+    %true_11 = torch.constant.bool true
+    %5 = torch.prim.ListConstruct %false_10, %true, %true_11 : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+    %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %0, %1, %2, %3, %false, %4, %int1_9, %5 : !torch.vtensor<[2,32,2,4,4],f32>, !torch.vtensor<[2,36,2,8,8],f32>, !torch.vtensor<[32,36,1,2,2],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[32,36,1,2,2],f32>, !torch.vtensor<[32],f32>
+    return %result1, %result2 : !torch.vtensor<[32,36,1,2,2],f32>, !torch.vtensor<[32],f32>
+  }
+}

@@ -1,0 +1,26 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[2,256,1,20],f32>, %arg1: !torch.vtensor<[2,256,1,9],f32>, %arg2: !torch.vtensor<[256,1,1,4],f32>) -> !torch.vtensor<[256,1,1,4],f32> {
+    %int0 = torch.constant.int 0
+    %0 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %1 = torch.prim.ListConstruct %int1, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+    %int0_0 = torch.constant.int 0
+    %int0_1 = torch.constant.int 0
+    %2 = torch.prim.ListConstruct %int0_0, %int0_1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %int1_2 = torch.constant.int 1
+    %int1_3 = torch.constant.int 1
+    %3 = torch.prim.ListConstruct %int1_2, %int1_3 : (!torch.int, !torch.int) -> !torch.list<int>
+    %true = torch.constant.bool true
+    %int0_4 = torch.constant.int 0
+    %int0_5 = torch.constant.int 0
+    %4 = torch.prim.ListConstruct %int0_4, %int0_5 : (!torch.int, !torch.int) -> !torch.list<int>
+    %int256 = torch.constant.int 256
+    %false = torch.constant.bool false
+    %true_6 = torch.constant.bool true
+    %false_7 = torch.constant.bool false
+    %5 = torch.prim.ListConstruct %false, %true_6, %false_7 : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+    %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %0, %1, %2, %3, %true, %4, %int256, %5 : !torch.vtensor<[2,256,1,20],f32>, !torch.vtensor<[2,256,1,9],f32>, !torch.vtensor<[256,1,1,4],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[256,1,1,4],f32>, !torch.none
+    return %result1 : !torch.vtensor<[256,1,1,4],f32>
+  }
+}

@@ -1,0 +1,8 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[2,512],f32>, %arg1: !torch.vtensor<[2,512],i1>, %arg2: !torch.vtensor<[],f32>) -> !torch.vtensor<[2,512],f32> {
+    %0 = torch.prim.ListConstruct %arg1 : (!torch.vtensor<[2,512],i1>) -> !torch.list<optional<vtensor>>
+    %false = torch.constant.bool false
+    %1 = torch.aten.index_put %arg0, %0, %arg2, %false : !torch.vtensor<[2,512],f32>, !torch.list<optional<vtensor>>, !torch.vtensor<[],f32>, !torch.bool -> !torch.vtensor<[2,512],f32>
+    return %1 : !torch.vtensor<[2,512],f32>
+  }
+}

@@ -1,0 +1,10 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[2,272,1024],f32>, %arg1: !torch.vtensor<[2,272,1],i1>) -> !torch.vtensor<[2,256,1024],f32> {
+    %int2 = torch.constant.int 2
+    %int256 = torch.constant.int 256
+    %int1024 = torch.constant.int 1024
+    %0 = torch.prim.ListConstruct %int2, %int256, %int1024 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %1 = torch.operator "torch.aten.masked_scatter_backward"(%arg0, %arg1, %0) : (!torch.vtensor<[2,272,1024],f32>, !torch.vtensor<[2,272,1],i1>, !torch.list<int>) -> !torch.vtensor<[2,256,1024],f32> 
+    return %1 : !torch.vtensor<[2,256,1024],f32>
+  }
+}
