@@ -23,9 +23,10 @@ ALIVE = 1e-5
 
 
 def _tables(numerics: dict) -> list[dict]:
-    """The record's numerics and its components' (a diffusers pipeline's parts)."""
+    """A model's numerics, or its components' (a diffusers pipeline's parts: the record's
+    own table then repeats what they found)."""
     parts = numerics.get("components") if isinstance(numerics.get("components"), dict) else {}
-    return [numerics, *[t for t in parts.values() if isinstance(t, dict)]]
+    return [t for t in parts.values() if isinstance(t, dict)] or [numerics]
 
 
 def count(lines: list[str]) -> Counter:
