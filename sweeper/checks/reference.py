@@ -5,7 +5,7 @@
   object serves the reference and the device run, so nothing is built twice.
 - ``cpu_rerun``: a second CPU run, with another seed, on a CPU copy of the model already
   on the device: tells an output that moves with the RNG state from a device that is off.
-- ``float32_run``/``precise_run``: the same model and inputs in a wider format on the CPU
+- ``precise_run``: the same model and inputs in a wider format on the CPU
   (float32 for a reduced-precision run, float64 for a float32 one): the yardstick that
   measures the reference's own rounding error.
 
@@ -92,12 +92,6 @@ def cpu_rerun(model: torch.nn.Module, inputs: dict[str, Any], *, seed: int) -> R
     twin = cpu_twin(model)
     with torch.no_grad(), seeded(seed):
         return Run(_detached(first_float(twin(**inputs))))
-
-
-def float32_run(model: torch.nn.Module, inputs: dict[str, Any], *, seed: int, has_labels: bool, grads: bool,
-                **how: Any) -> Run:
-    """A CPU copy of ``model`` and its inputs in float32, run like the reference."""
-    return precise_run(model, inputs, dtype=torch.float32, seed=seed, has_labels=has_labels, grads=grads, **how)
 
 
 def precise_run(model: torch.nn.Module, inputs: dict[str, Any], *, dtype: torch.dtype, seed: int, has_labels: bool,

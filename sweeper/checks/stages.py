@@ -20,10 +20,11 @@ from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
 from sweeper.checks.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
-from sweeper.checks.reference import Run, cpu_reference, cpu_rerun, first_float, float32_run, precise_run, scalar_loss
+from sweeper.checks.reference import Run, cpu_reference, cpu_rerun, first_float, precise_run, scalar_loss
 from sweeper.checks.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 from sweeper.checks.training import mode_context
 from sweeper.devices.base import Device
+from sweeper.devices.precision import Float32Math
 from sweeper.libraries import build as build_model
 from sweeper.libraries.transformers import Built
 from sweeper.libraries.transformers.pristine import pristine
@@ -313,38 +314,19 @@ def _how(ctx: StageContext, stage: str) -> dict[str, Any]:
 def _rounding(ctx: StageContext, stage: str, got: dict[str, torch.Tensor], tol: Tolerance) -> dict[str, Any] | None:
     """For a float32 sweep: the device's, the float32 CPU reference's and (for a device
     that declares a reduced float32 math) a CPU run in that math's distance from a float64
-    CPU run, on the tensors past the tolerance (``selfnoise.rounding``). One float64 run
-    serves forward and backward; None when there is nothing to compare."""
-    built = _built(ctx)
-    seed = ctx.cfg.materialise.seed
-    backward = stage == "backward"
-    key = f"float64_{stage}"
-    if key not in ctx.wider:
-        try:
-            ctx.wider[key] = precise_run(built.model, built.inputs, dtype=torch.float64, seed=seed,
-                                         has_labels=built.has_labels, grads=backward, backward=backward,
-                                         **_how(ctx, stage))
-        except Exception as exc:  # noqa: BLE001 - no yardstick: not proven
-            return {"failed": f"float64 run: {type(exc).__name__}: {str(exc)[:200]}", "within": False}
-    precise_run_ = ctx.wider[key]
+    CPU run, on the tensors past the tolerance (``selfnoise.rounding``); None when there is
+    nothing to compare."""
+    wide = _wider_run(ctx, stage, "float64", torch.float64)
+    if isinstance(wide, str):
+        return {"failed": wide, "within": False}
     math = ctx.device.float32_math()
-    declared: Run | None = None
+    allowed = None
     if not math.exact:
-        dkey = f"declared_{stage}"
-        if dkey not in ctx.wider:
-            try:
-                ctx.wider[dkey] = precise_run(built.model, built.inputs, dtype=torch.float32, seed=seed,
-                                              has_labels=built.has_labels, grads=backward, backward=backward,
-                                              math=math, **_how(ctx, stage))
-            except Exception as exc:  # noqa: BLE001 - no yardstick for the declared math: not proven
-                return {"failed": f"{math.describe()} run: {type(exc).__name__}: {str(exc)[:200]}", "within": False}
-        declared = ctx.wider[dkey]
-    if stage == "forward":
-        precise, ref = {"output": precise_run_.output}, {"output": ctx.reference}
-        allowed = {"output": declared.output} if declared is not None else None
-    else:
-        precise, ref = precise_run_.grads or {}, ctx.reference_grads or {}
-        allowed = (declared.grads or {}) if declared is not None else None
+        declared = _wider_run(ctx, stage, "declared", torch.float32, math=math)
+        if isinstance(declared, str):
+            return {"failed": declared, "within": False}
+        allowed = _tensors(stage, declared)
+    precise, ref = _tensors(stage, wide), _reference_tensors(ctx, stage)
     if any(v is None for v in (*precise.values(), *ref.values())) or not precise:
         return None
     over = ["output"] if stage == "forward" else selfnoise.over_tolerance(got, ref, tol)
@@ -355,26 +337,42 @@ def _rounding(ctx: StageContext, stage: str, got: dict[str, torch.Tensor], tol: 
 
 def _format_error(ctx: StageContext, stage: str, got: dict[str, torch.Tensor]) -> dict[str, Any] | None:
     """For a reduced-precision sweep: whether the difference is the format's rounding
-    (see ``numerics.FORMAT_MULTIPLIER``). One float32 CPU run per stage."""
-    built = _built(ctx)
-    key = f"float32_{stage}"
-    if key not in ctx.wider:
-        try:
-            ctx.wider[key] = float32_run(built.model, built.inputs, seed=ctx.cfg.materialise.seed,
-                                         has_labels=built.has_labels, grads=stage == "backward", backward=stage == "backward",
-                                         **_how(ctx, stage))
-        except Exception as exc:  # noqa: BLE001 - no yardstick: not proven
-            return {"failed": f"float32 run: {type(exc).__name__}: {str(exc)[:200]}", "within": False}
-    wider = ctx.wider[key]
-    if stage == "forward":
-        precise, ref = {"output": wider.output}, {"output": ctx.reference}
-    else:
-        precise, ref = wider.grads or {}, ctx.reference_grads or {}
+    (see ``numerics.FORMAT_MULTIPLIER``) against a float32 CPU run."""
+    wide = _wider_run(ctx, stage, "float32", torch.float32)
+    if isinstance(wide, str):
+        return {"failed": wide, "within": False}
+    precise, ref = _tensors(stage, wide), _reference_tensors(ctx, stage)
     if any(v is None for v in (*precise.values(), *ref.values())) or not precise:
         return None
     verdict = format_error(got, ref, precise)
     ctx.findings.setdefault("numerics", {}).setdefault("float32", {})[stage] = verdict
     return verdict
+
+
+def _wider_run(ctx: StageContext, stage: str, name: str, dtype: torch.dtype,
+               math: Float32Math | None = None) -> Run | str:
+    """The CPU run of ``stage``'s reference in ``dtype`` (and ``math``), made once per
+    check; what went wrong, as text, when it cannot be made (nothing is then proven)."""
+    key = f"{name}_{stage}"
+    if key not in ctx.wider:
+        built, backward = _built(ctx), stage == "backward"
+        try:
+            ctx.wider[key] = precise_run(built.model, built.inputs, dtype=dtype, seed=ctx.cfg.materialise.seed,
+                                         has_labels=built.has_labels, grads=backward, backward=backward, math=math,
+                                         **_how(ctx, stage))
+        except Exception as exc:  # noqa: BLE001 - no yardstick: not proven
+            return f"{name} run: {type(exc).__name__}: {str(exc)[:200]}"
+    return ctx.wider[key]
+
+
+def _tensors(stage: str, run: Run) -> dict[str, torch.Tensor | None]:
+    """What a run gives ``stage`` to compare: its output, or its gradients."""
+    return {"output": run.output} if stage == "forward" else dict(run.grads or {})
+
+
+def _reference_tensors(ctx: StageContext, stage: str) -> dict[str, torch.Tensor | None]:
+    """The CPU reference's output, or its gradients."""
+    return {"output": ctx.reference} if stage == "forward" else dict(ctx.reference_grads or {})
 
 
 def backward(ctx: StageContext) -> None:
