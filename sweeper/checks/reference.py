@@ -78,7 +78,9 @@ def _once(model: torch.nn.Module, inputs: dict[str, Any], *, seed: int, has_labe
         if backward:
             try:
                 scalar_loss(output, has_labels=has_labels, kind=loss).backward()
-                run.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+                # The gradients themselves, not copies: zero_grad(set_to_none) below leaves
+                # them to this run alone, and a copy would hold a second set of them.
+                run.grads = {n: p.grad.detach() for n, p in model.named_parameters() if p.grad is not None}
             except Exception as exc:  # noqa: BLE001 - the device's backward stage reports its own error
                 run.note = f"no CPU gradients: {type(exc).__name__}"
             finally:
