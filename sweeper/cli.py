@@ -43,7 +43,7 @@ Device = Annotated[str | None, typer.Option("--device", "-d", help="Torch device
 Weights = Annotated[str | None, typer.Option("--weights", help="tiny (offline default) | random | pretrained.")]
 Stages = Annotated[list[str] | None, typer.Option("--stages", help="Stages to run (comma-separated): load,to_device,forward,backward,compile.")]
 CompileBackend = Annotated[str | None, typer.Option("--compile-backend", help="torch.compile backend instead of the device's (aot_eager, inductor, ...).")]
-Profile = Annotated[str | None, typer.Option("--device-profile", help="Capability profile TOML for the device (trnsim).")]
+Profile = Annotated[str | None, typer.Option("--device-profile", help="Capability profile for the device (trnsim): a shipped name (trnsim, trnsim-tf32, trnsim-next) or a TOML path.")]
 Dtype = Annotated[str | None, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
 CollectAll = Annotated[bool, typer.Option("--collect-all", help="Keep going after a blocker to find every blocker of a model.")]
 Retie = Annotated[bool, typer.Option("--retie-weights", help="Keep tied weights tied across .to(device).")]
@@ -137,6 +137,10 @@ def one(
     stages: Stages = None,
     architecture: Annotated[str | None, typer.Option("--architecture", help="Head class to build, e.g. BertForMaskedLM.")] = None,
     catalog: Catalog = None,
+    library: Annotated[str | None, typer.Option("--library", help="The model's library as the Hub names it (transformers, timm, ...); with --model-type/--task, describes a model no local source lists.")] = None,
+    model_type: Annotated[str | None, typer.Option("--model-type", help="The model's config type (bert, vit, ...).")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="The model's pipeline tag (fill-mask, image-classification, ...).")] = None,
+    revision: Annotated[str | None, typer.Option("--revision", help="The Hub revision to take.")] = None,
     compile_backend: CompileBackend = None,
     device_profile: Profile = None,
     dtype: Dtype = None,
@@ -160,7 +164,13 @@ def one(
                              trust_remote_code=trust_remote_code, seed=seed))
     # The device as a sweep's workers build it: its profile, --collect-all, the spec's checks.
     checker = Checker.for_settings(cfg)
-    ref = resolve_model(model, cfg, architecture=architecture)
+    if library or model_type or task or revision:  # a catalog entry, as a record's repro describes it
+        from sweeper.sources.resolve import described_model
+
+        ref = described_model(model, library=library, model_type=model_type, task=task, revision=revision,
+                              architecture=architecture)
+    else:
+        ref = resolve_model(model, cfg, architecture=architecture)
     from sweeper.hub.access import settle_hub_access
 
     hub = settle_hub_access([ref], timeout=cfg.source.hub_timeout, weights=cfg.materialise.weights)

@@ -10,7 +10,8 @@
 Settings files and flags use flat names (``device``, ``top``, ``hub_rpm``, as in
 ``configs/*.toml``; a TOML file may also group them in the sections above); ``FLAT`` maps
 each flat name to its section and field. Precedence: the defaults here <
-``configs/default.toml`` < a ``--config`` file < CLI flags. Validation needs no heavy
+the shipped ``default.toml`` (``configs/default.toml`` in the repo) < a ``--config`` file
+< CLI flags. Validation needs no heavy
 imports, so bad input fails before anything is written; source and executor names are
 checked against their registries, so a plugin's is accepted.
 """
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,7 +32,9 @@ from sweeper.records import Stage
 from sweeper.settings.errors import UsageError
 from sweeper.settings.validate import check_numbers, check_types
 
-REPO_CONFIGS = Path(__file__).resolve().parent.parent.parent / "configs"
+# The defaults ship in the package (read through importlib.resources, so an installed wheel
+# has them); the repo's configs/default.toml is a link to this file.
+DEFAULT_SETTINGS: Traversable = resources.files("sweeper.settings") / "default.toml"
 WEIGHTS_MODES = ("tiny", "random", "pretrained")
 DTYPES = ("float32", "bfloat16", "float16")
 LISTS = ("stages", "tasks", "libraries", "model_types", "include", "exclude")
@@ -235,7 +240,7 @@ def _executor_names() -> list[str]:
     return known_executors()
 
 
-def load_toml(path: Path) -> dict[str, Any]:
+def load_toml(path: Path | Traversable) -> dict[str, Any]:
     """Read one TOML file of settings by flat name: a flat table, a ``[sweep]`` table, or
     tables named after the sections (``[execution]``, ``[device]``, ...)."""
     try:
@@ -281,11 +286,8 @@ def flat_fields() -> tuple[dataclasses.Field, ...]:
 
 
 def build_config(overrides: dict[str, Any], *, config_file: str | None = None) -> SweepConfig:
-    """Merge defaults, ``configs/default.toml``, an optional file and CLI overrides (flat names)."""
-    merged: dict[str, Any] = {}
-    default_file = REPO_CONFIGS / "default.toml"
-    if default_file.exists():
-        merged.update(load_toml(default_file))
+    """Merge defaults, the shipped ``default.toml``, an optional file and CLI overrides (flat names)."""
+    merged: dict[str, Any] = dict(load_toml(DEFAULT_SETTINGS))
     if config_file:
         merged.update(load_toml(Path(config_file)))
     merged.update({k: v for k, v in overrides.items() if v is not None})

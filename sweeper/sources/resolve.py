@@ -43,6 +43,14 @@ def _from_hub(model: str, cfg: SweepConfig) -> ModelRef | None:
     )
 
 
+def described_model(model: str, *, library: str | None = None, model_type: str | None = None, task: str | None = None,
+                    revision: str | None = None, architecture: str | None = None) -> ModelRef:
+    """The ref a catalog row makes, from the flags that describe it (a record's repro names
+    no catalog file, so it runs on any machine)."""
+    return ModelRef(model_id=model, rank=1, pipeline_tag=task, library_name=library, model_type=model_type,
+                    revision=revision, architecture=architecture, source="catalog")
+
+
 def resolve_model(model: str, cfg: SweepConfig, *, architecture: str | None = None) -> ModelRef:
     """The catalog's entry, else the zoo's (by id or model type), else the Hub's."""
     ref = None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from sweeper.settings.config import REPO_CONFIGS, build_config
+from sweeper.settings.config import DEFAULT_SETTINGS, build_config
 from sweeper.settings.errors import UsageError
 
 
@@ -55,8 +57,19 @@ def test_a_setting_in_the_wrong_section_is_named(tmp_path):
 
 
 def test_every_shipped_config_file_still_loads():
-    for path in sorted(REPO_CONFIGS.glob("*.toml")):
+    build_config({}, config_file=str(DEFAULT_SETTINGS))
+    repo_configs = Path(__file__).resolve().parents[2] / "configs"
+    for path in sorted(repo_configs.glob("*.toml")):
         build_config({}, config_file=str(path))
+
+
+def test_the_repos_configs_are_the_packages_files():
+    """configs/ is where users look; the package is what a wheel carries: one set of files."""
+    from sweeper.devices.trnsim.profile import SHIPPED_PROFILES
+
+    repo_configs = Path(__file__).resolve().parents[2] / "configs"
+    assert (repo_configs / "default.toml").resolve() == Path(str(DEFAULT_SETTINGS)).resolve()
+    assert (repo_configs / "devices").resolve() == Path(str(SHIPPED_PROFILES)).resolve()
 
 
 def test_a_plugin_source_and_executor_are_accepted(monkeypatch):

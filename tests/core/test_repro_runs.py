@@ -32,3 +32,32 @@ def test_repro_reaches_sweep_one_with_the_same_model_and_device(model_id: str, m
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "stop here" in err, err
     assert seen == {"model": model_id, "device": "cpu", "weights": "random", "dtype": "bfloat16"}
+
+
+def test_a_catalog_models_repro_names_no_file_and_reruns_the_same_check(tmp_path, monkeypatch, capsys) -> None:
+    """A published record's repro runs on another machine: the catalog entry travels as flags."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    catalog = tmp_path / "somewhere" / "catalog.csv"
+    catalog.parent.mkdir()
+    catalog.write_text("rank,id,downloads,pipeline_tag,library_name,model_type\n"
+                       "7,google-bert/bert-base-uncased,93718157,fill-mask,transformers,bert\n")
+
+    def run(argv: list[str]) -> dict:
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 0
+        import json
+
+        return json.loads(capsys.readouterr().out)
+
+    first = run(["one", "--device", "cpu", "--stages", "load,forward", "--catalog", str(catalog), "--json",
+                 "google-bert/bert-base-uncased"])
+    repro = first["repro"]
+    assert str(tmp_path) not in repro and "--catalog" not in repro, repro
+    assert "--library transformers --model-type bert --task fill-mask" in repro, repro
+    again = run([*shlex.split(repro)[1:], "--json"])
+    assert again["repro"] == repro  # the same command, whichever way the model was named
+    assert again["status"] == first["status"] == "pass"
+    for field in ("model_id", "library_name", "model_type", "pipeline_tag", "architecture", "num_parameters", "notes"):
+        assert again[field] == first[field], field
+    assert {s: r["status"] for s, r in again["stages"].items()} == {s: r["status"] for s, r in first["stages"].items()}

@@ -85,3 +85,23 @@ def test_another_profile_changes_what_runs_natively(trnsim):
     assert trnsim.active_profile().allows("dynamic_shapes")
     with pytest.raises(trnsim.UnsupportedDtypeError):
         torch.ones(1, device="trnsim", dtype=torch.float64)
+
+
+def test_a_shipped_profile_is_named_by_its_name_in_flags_and_repros(tmp_path):
+    """A wheel's user has no configs/ folder: the shipped profiles are reached by name."""
+    from sweeper.checks.repro import repro_command
+    from sweeper.devices.trnsim.profile import SHIPPED_PROFILES, load_profile, shipped_profiles
+    from sweeper.records import ModelRef
+    from sweeper.settings.config import SweepConfig
+
+    assert {"trnsim", "trnsim-tf32", "trnsim-next"} <= set(shipped_profiles())
+    by_name = load_profile("trnsim-tf32")
+    assert by_name.hash == load_profile(str(SHIPPED_PROFILES / "trnsim-tf32.toml")).hash
+    assert by_name.float32_math.matmul == "tf32"
+    ref = ModelRef(model_id="bert", rank=1)
+    for given in ("trnsim-tf32", str(SHIPPED_PROFILES / "trnsim-tf32.toml")):
+        repro = repro_command(ref, SweepConfig.of(device="trnsim", device_profile=given))
+        assert "--device-profile trnsim-tf32 " in repro, repro
+    own = tmp_path / "mine.toml"
+    own.write_text((SHIPPED_PROFILES / "trnsim.toml").read_text())
+    assert f"--device-profile {own}" in repro_command(ref, SweepConfig.of(device="trnsim", device_profile=str(own)))

@@ -2,7 +2,7 @@
 
 Importing this package registers the device (idempotent): afterwards plain PyTorch code can
 use ``"trnsim"`` like any device. Math runs on the host CPU without copies; the capability
-profile (``configs/devices/trnsim.toml``) decides which dtypes, ops and features it accepts.
+profile (``profiles/trnsim.toml``, linked from ``configs/devices``) decides which dtypes, ops and features it accepts.
 
     import torch, sweeper.devices.trnsim as trnsim
 

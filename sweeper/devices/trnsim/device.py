@@ -16,7 +16,7 @@ from sweeper.storage.folder import SweepFolder
 class TrnsimDevice(Device):
     """``--device trnsim``: PrivateUse1 device over host memory, refusing per its profile.
 
-    Options: ``profile`` (a TOML path; None = ``configs/devices/trnsim.toml``),
+    Options: ``profile`` (a shipped profile's name or a TOML path; None = ``trnsim``),
     ``collect_all`` (record every refusal as a blocker and run on instead of raising) and
     ``out_dir`` (the sweep's folder: reproducers of lowering-tool failures go to its
     ``repros/``).

@@ -1,14 +1,18 @@
 """The capability profile: which dtypes, ops and features the simulated chip supports.
 
-A profile is data (``configs/devices/trnsim.toml``). ``load_profile`` validates it against
-the installed torch (every op must exist) and hashes its content, so records can say
-exactly which profile produced them.
+A profile is data: the ones sweeper ships lie in the package (``profiles/*.toml``, read
+through ``importlib.resources`` so an installed wheel has them; the repo's
+``configs/devices`` is a link to that folder). ``load_profile`` takes a shipped profile's
+name (``trnsim-tf32``) or a TOML path, validates it against the installed torch (every op
+must exist) and hashes its content, so records can say exactly which profile produced them.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,8 +31,9 @@ FEATURES: tuple[str, ...] = ("dynamic_shapes", "sparse", "nested", "forward_ad",
 # override ``_has_compatible_shallow_copy_type``); a profile sets it false to model a
 # backend without that override.
 FEATURE_DEFAULTS: dict[str, bool] = {"keeps_parameter_identity": True}
-# Found relative to the package, like sweeper.settings.config.REPO_CONFIGS.
-DEFAULT_PROFILE = Path(__file__).resolve().parents[3] / "configs" / "devices" / "trnsim.toml"
+# The profiles that ship with sweeper: package data, so a wheel installed anywhere has them.
+SHIPPED_PROFILES: Traversable = resources.files("sweeper.devices.trnsim") / "profiles"
+DEFAULT_PROFILE: Traversable = SHIPPED_PROFILES / "trnsim.toml"
 
 
 @dataclass(frozen=True)
@@ -68,14 +73,36 @@ class Profile:
         return {"name": self.name, "hash": self.hash}
 
 
-def load_profile(path: str | Path | None = None) -> Profile:
-    """Read and validate a profile TOML; ``None`` means the default profile."""
-    file = Path(path) if path else DEFAULT_PROFILE
+def shipped_profiles() -> list[str]:
+    """Names of the profiles sweeper ships (``trnsim``, ``trnsim-tf32``, ...)."""
+    return sorted(p.name.removesuffix(".toml") for p in SHIPPED_PROFILES.iterdir() if p.name.endswith(".toml"))
+
+
+def profile_file(path: str | Path | Traversable | None) -> Path | Traversable:
+    """Where a profile lies: a shipped profile's name (``trnsim-tf32``), else a TOML path;
+    ``None`` is the default profile."""
+    if path is None or path == "":
+        return DEFAULT_PROFILE
+    if isinstance(path, str) and is_shipped_name(path):
+        return SHIPPED_PROFILES / f"{path}.toml"
+    return path if isinstance(path, Traversable) and not isinstance(path, (str, Path)) else Path(path)
+
+
+def is_shipped_name(value: str) -> bool:
+    """Whether ``value`` names a shipped profile rather than a file (no folder, no suffix)."""
+    return "/" not in value and "\\" not in value and not value.endswith(".toml") and value in shipped_profiles()
+
+
+def load_profile(path: str | Path | Traversable | None = None) -> Profile:
+    """Read and validate a profile: a shipped profile's name or a TOML path; ``None`` means
+    the default profile."""
+    file = profile_file(path)
     try:
         raw = file.read_bytes()
         data = tomllib.loads(raw.decode())
     except FileNotFoundError:
-        raise ProfileError(f"device profile not found: {file}") from None
+        names = ", ".join(shipped_profiles())
+        raise ProfileError(f"device profile not found: {file} (a TOML path, or one of the shipped profiles: {names})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"device profile {file} is not valid TOML: {exc}") from None
     return parse_profile(data, path=str(file), digest=hashlib.sha256(raw).hexdigest()[:16])
