@@ -13,6 +13,10 @@ files and published copies (``sweeper.atomic``), and the CLI's stdout/stderr
   password of any URL held in the environment (``HF_ENDPOINT=http://user:pass@host``);
 - Ray's cluster token wherever Ray reads it: ``RAY_AUTH_TOKEN`` (a ``*_TOKEN``), the
   file ``RAY_AUTH_TOKEN_PATH`` names and ``~/.ray/auth_token``.
+
+What goes to files also loses the machine's own paths (``sweeper.machine_paths``): a
+published folder names no folder of the machine that made it. The CLI's own printout keeps
+them, since they are the user's to read.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import os
 import re
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
+
+from sweeper.machine_paths import strip_machine_paths
 
 MASK = "***"
 MIN_SECRET = 6  # shorter values ("1", "true") would mask ordinary words
@@ -166,14 +172,15 @@ def _alternation(secrets: frozenset[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
 
 
-def redact(text: str, secrets: set[str] | None = None) -> str:
-    """``text`` with every secret the module knows of replaced by ``***``."""
-    if len(text) < MIN_SECRET:  # too short to hold any secret or pattern
+def redact(text: str, secrets: set[str] | None = None, *, paths: bool = True) -> str:
+    """``text`` with every secret the module knows of replaced by ``***`` and, with
+    ``paths``, the machine's own paths made relative to named places."""
+    if len(text) < MIN_SECRET:  # too short to hold any secret, pattern or path
         return text
-    return _redact(text, _alternation(frozenset(env_secrets() if secrets is None else secrets)))
+    return _redact(text, _alternation(frozenset(env_secrets() if secrets is None else secrets)), paths)
 
 
-def _redact(text: str, found: re.Pattern[str] | None) -> str:
+def _redact(text: str, found: re.Pattern[str] | None, paths: bool = True) -> str:
     """``redact`` with the secrets' pattern already compiled."""
     if len(text) < MIN_SECRET:
         return text
@@ -183,11 +190,12 @@ def _redact(text: str, found: re.Pattern[str] | None) -> str:
     for pattern, replacement, triggers in _PATTERNS:
         if any(t in lower for t in triggers):
             text = pattern.sub(replacement, text)
-    return text
+    return strip_machine_paths(text) if paths else text
 
 
 def redact_obj(value: Any, secrets: set[str] | None = None) -> Any:
-    """A copy of a JSON-like value (dicts, lists, strings) with every string redacted."""
+    """A copy of a JSON-like value (dicts, lists, strings) with every string redacted,
+    machine paths included."""
     # The secrets' pattern is made once for the whole value, not once per string in it.
     return _redact_obj(value, _alternation(frozenset(env_secrets() if secrets is None else secrets)))
 
@@ -209,7 +217,7 @@ class RedactingStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(redact(text))
+        self._stream.write(redact(text, paths=False))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:  # isatty, flush, fileno, encoding, ...
