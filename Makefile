@@ -10,16 +10,18 @@ STAMP := $(VENV)/.installed
 OUT ?= runs/default
 PYTEST_ARGS ?=
 
-.PHONY: install sweep test test-all report published-report bench lint clean
+.PHONY: install sweep test test-all test-lowest test-newest versions-venv report published-report bench lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/versions/default.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU build; an open range would pull a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==$(TORCH_VERSION)
-	# Every later install keeps that torch: timm, open_clip, ... would otherwise replace it.
-	echo "torch==$(TORCH_VERSION)" > $(VENV)/constraints.txt
-	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e '.[dev,libraries]'
+	# Every later install keeps that torch (timm, open_clip, ... would otherwise replace it),
+	# with the torchvision / torchaudio releases that install beside it.
+	grep -v '^torch==' tests/versions/default.txt > $(VENV)/constraints.txt
+	echo "torch==$(TORCH_VERSION)" >> $(VENV)/constraints.txt
+	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e '.[dev,libraries,ray,lowering]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -47,6 +49,32 @@ published-report: install
 	$(SWEEP) --device trnsim --dtype bfloat16 --catalog $(SHARED)/catalogs/hub-top1000-2025-03.csv --collect-all --no-report --out reports/top1000-trnsim-bf16
 	$(SWEEP) report reports/top1000-trnsim-bf16
 
+# The declared ranges, tested: the wheel installed (not the source tree) into a venv holding
+# every floor of pyproject.toml (tests/versions/lowest.txt: torch 2.9, transformers 5.0, ...)
+# or the newest releases (tests/versions/newest.txt: torch 2.15), then the tests that need no
+# Torch-MLIR (its build is made for torch 2.13). Downloads a CUDA build of torch (~4 GB).
+# Not part of `make test` or CI; see the README for how long each takes.
+VERSIONS_TESTS ?= tests/core tests/sources tests/report tests/materialize tests/libraries tests/devices tests/executors
+test-lowest:
+	$(MAKE) versions-venv VERSIONS=lowest
+test-newest:
+	$(MAKE) versions-venv VERSIONS=newest
+
+VERSIONS ?= lowest
+VVENV := .venv-$(VERSIONS)
+versions-venv:
+	rm -rf $(VVENV) build/wheel
+	$(PYTHON) -m venv $(VVENV)
+	$(VVENV)/bin/python -m pip install -q --upgrade pip
+	# The machine's pip may cap torch (a constraint file in its config): this file replaces it.
+	PIP_CONSTRAINT=tests/versions/$(VERSIONS).txt $(VVENV)/bin/python -m pip install -q torch
+	$(VVENV)/bin/python -m pip wheel -q --no-deps -w build/wheel .
+	PIP_CONSTRAINT=tests/versions/$(VERSIONS).txt $(VVENV)/bin/python -m pip install -q "$$(ls build/wheel/sweeper-*.whl)[dev,libraries,ray]"
+	$(VVENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|torchaudio|transformers|huggingface.hub|ray|datasets|pandas|timm|diffusers|peft) '
+	# pytest, not python -m pytest: the working folder stays off sys.path, so the tests
+	# import the installed wheel.
+	$(VVENV)/bin/pytest -q -m "not slow" -p no:cacheprovider $(VERSIONS_TESTS) $(PYTEST_ARGS)
+
 bench: install
 	$(PY) benchmarks/run_all.py
 
@@ -55,4 +83,4 @@ lint: install
 	$(VENV)/bin/ruff check sweeper tests benchmarks
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) .venv-lowest .venv-newest build runs .pytest_cache

@@ -17,7 +17,7 @@ from typing import Any
 
 from sweeper.checks.versions import versions
 from sweeper.devices.spec import DeviceSpec, resolve_device
-from sweeper.executors.base import Check, CheckFn, get_executor
+from sweeper.executors.base import Check, CheckFn, get_executor, settle_executor
 from sweeper.executors.order import longest_first
 from sweeper.hub.access import settle_hub_access
 from sweeper.hub.http import install
@@ -101,6 +101,7 @@ def run_sweep(cfg: SweepConfig, *, check: CheckFn | None = None, quiet: bool = F
     ``check`` is not the real ``check_model``; refs a live listing streams are each run.
     The output folder is locked for the whole run: a second sweep on it exits 2.
     """
+    cfg = settle_executor(cfg, _say)
     refs, source_info, spec = plan(cfg, say=None if quiet else _say)
     with own_folder(cfg.out_dir):
         return _run(cfg, refs, source_info, spec, check=check, quiet=quiet, write_report=write_report)

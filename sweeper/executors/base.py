@@ -15,12 +15,14 @@ A plain function ``fn(ref, cfg)`` (a test double, a benchmark's) is wrapped by `
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sweeper.executors.registry import executor_factory, register_executor
 from sweeper.records import ModelRecord, ModelRef, Origin, Reason, ReasonKind, Status, base_record
+from sweeper.settings.errors import UsageError
 
 if TYPE_CHECKING:
     from sweeper.settings.config import SweepConfig
@@ -102,6 +104,29 @@ def failure_record(
     if infrastructure:
         record.notes["infrastructure"] = True
     return record.settle()
+
+
+def settle_executor(cfg: SweepConfig, say: Callable[[str], None]) -> SweepConfig:
+    """``cfg`` with an executor this environment has: Ray is an extra (``sweeper[ray]``),
+    and a device's own environment may lack it. Without Ray a local sweep runs with the
+    process executor, saying so; joining a cluster (``--address``) cannot, and says what to do."""
+    if cfg.execution.executor != "ray" or ray_installed():
+        return cfg
+    if cfg.execution.address or os.environ.get("RAY_ADDRESS", "").strip():
+        raise UsageError("Ray is not installed in this environment, and joining a cluster needs it: "
+                         "pip install 'sweeper[ray]', or sweep on this machine with --executor process")
+    say("sweep: Ray is not installed in this environment; sweeping with --executor process "
+        "(pip install 'sweeper[ray]' for the Ray executor)")
+    return cfg.replace(executor="process")
+
+
+def ray_installed() -> bool:
+    """Whether ``import ray`` works here (a broken or blocked Ray counts as missing)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def get_executor(cfg: SweepConfig) -> Executor:

@@ -23,11 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx2  # the HTTP client huggingface_hub is built on
-
 from sweeper.hub.access import endpoint, redact
+from sweeper.hub.client import http_module
 from sweeper.records import ReasonKind
 from sweeper.settings.errors import SweeperError
+
+# The HTTP client huggingface_hub is built on: httpx2 for 2.x, httpx for 1.x.
+httpx = http_module()
 
 if TYPE_CHECKING:
     from sweeper.hub.rate import NodeRateLimiter
@@ -92,7 +94,7 @@ class HubStats:
 STATS = HubStats()
 
 
-class RetryingTransport(httpx2.BaseTransport):
+class RetryingTransport(httpx.BaseTransport):
     """Wraps a transport: rate limit every request, retry the transient failures."""
 
     def __init__(
@@ -112,7 +114,7 @@ class RetryingTransport(httpx2.BaseTransport):
         self.rand = rand
         self.stats = stats
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         retryable = request.method.upper() in RETRY_METHODS
         tries = self.policy.tries if retryable else 1
         for attempt in range(1, tries + 1):
@@ -122,7 +124,7 @@ class RetryingTransport(httpx2.BaseTransport):
             retry_after: float | None = None
             try:
                 response = self.inner.handle_request(request)
-            except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError) as exc:
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
                 if not retryable:
                     raise
                 last = f"connection reset ({type(exc).__name__})"
@@ -156,12 +158,12 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def _gave_up(request: httpx2.Request, tries: int, last: str) -> str:
+def _gave_up(request: httpx.Request, tries: int, last: str) -> str:
     url = request.url.copy_with(query=None)
     return redact(f"{request.method} {url}: gave up after {tries} tries, last {last}")
 
 
-def _discard(response: httpx2.Response) -> None:
+def _discard(response: httpx.Response) -> None:
     """Read and close a response that will be retried, so its connection is reused."""
     try:
         response.read()

@@ -6,13 +6,15 @@ import multiprocessing
 import time
 from pathlib import Path
 
-import httpx2
 import pytest
 
 from sweeper.checks.classify import classify
+from sweeper.hub.client import http_module
 from sweeper.hub.http import HubRetriesExhausted, HubStats, RetryingTransport, RetryPolicy, retry_after_seconds
 from sweeper.hub.rate import NodeRateLimiter, bucket_path
 from sweeper.records import ReasonKind
+
+httpx2 = http_module()  # httpx2 with huggingface_hub 2.x, httpx with 1.x
 
 
 class FakeClock:

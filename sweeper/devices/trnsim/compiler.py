@@ -112,8 +112,9 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
 def _lower(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
     """Lower to StableHLO and, when that fails, refuse the graph with the error whose it
     is (``_verdict``)."""
-    if not lowering.available():
-        state.note_compile_problem(f"{kind} graph not lowered: torch-mlir is not installed")
+    why_not = lowering.unavailable_reason()
+    if why_not:
+        state.note_compile_problem(f"{kind} graph not lowered: {why_not}")
         return
     # AOT autograd calls its compilers under its FakeTensorMode. Torch-MLIR's importer reads
     # the values of the graph's tensor constants (``torch.tensor(...)`` in model code, lifted

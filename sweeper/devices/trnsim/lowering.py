@@ -9,6 +9,7 @@ inputs that need none) have no StableHLO type, and device placement has no meani
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import re
@@ -40,13 +41,29 @@ class LoweringResult:
     summary: str = ""
 
 
+# The torch (major.minor) the Torch-MLIR release on PyPI (20261001) was built for. Its FX
+# importer reads torch's private graph and op schemas: beside another torch it imports but
+# misreads graphs, so a lowering failure there would be no verdict on the model.
+TORCH_MLIR_TORCH = ("2.13",)
+
+
 def available() -> bool:
-    """Whether Torch-MLIR is installed (the compile stage needs it to judge lowering)."""
+    """Whether Torch-MLIR can judge lowering here (installed, and built for this torch)."""
+    return unavailable_reason() is None
+
+
+@functools.lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    """Why graphs are not lowered here (the compile stage records it), or None."""
+    torch_version = torch.__version__.split("+")[0]
+    if ".".join(torch_version.split(".")[:2]) not in TORCH_MLIR_TORCH:
+        return (f"Torch-MLIR here is built for torch {', '.join(TORCH_MLIR_TORCH)}, this is torch {torch_version}: "
+                "install torch 2.13 for lowering verdicts")
     try:
         import torch_mlir.fx  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return "torch-mlir is not installed (pip install 'sweeper[lowering]')"
+    return None
 
 
 def decomposition_table() -> dict:

@@ -174,10 +174,9 @@ def _hub_cause(exc: BaseException) -> BaseException | None:
 
 
 def _is_connection_error(exc: BaseException) -> bool:
-    try:
-        from httpx2 import TransportError  # the HTTP client huggingface_hub uses
-    except ImportError:  # another client version: the builtin types still catch most
-        TransportError = ConnectionError
+    from sweeper.hub.client import http_module
+
+    TransportError = http_module().TransportError  # the HTTP client huggingface_hub uses
     current: BaseException | None = exc
     for _ in range(8):  # causes are short chains; bound the walk anyway
         if current is None:
