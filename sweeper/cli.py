@@ -229,10 +229,19 @@ def catalog(
 
 
 @app.command()
-def report(out: Annotated[Path, typer.Argument(help="A sweep's output folder.")]) -> None:
+def report(
+    out: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
+    refresh_repros: Annotated[bool, typer.Option("--refresh-repros", help="First rewrite each record's repro command as this version writes it (a folder swept by an earlier version named the catalog by a path of its machine).")] = False,
+) -> None:
     """(Re)write OUT/report.md, summary.json, records.parquet and charts from the records."""
     from sweeper.report.commands import write_report
 
+    if refresh_repros:
+        from sweeper.storage.lock import own_folder
+        from sweeper.storage.repros import refresh_repros as rewrite
+
+        with own_folder(out):
+            print(f"repro commands rewritten: {rewrite(out)}", file=sys.stderr)
     print(write_report(out))
 
 

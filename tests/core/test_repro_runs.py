@@ -61,3 +61,32 @@ def test_a_catalog_models_repro_names_no_file_and_reruns_the_same_check(tmp_path
     for field in ("model_id", "library_name", "model_type", "pipeline_tag", "architecture", "num_parameters", "notes"):
         assert again[field] == first[field], field
     assert {s: r["status"] for s, r in again["stages"].items()} == {s: r["status"] for s, r in first["stages"].items()}
+
+
+def test_refresh_repros_rewrites_an_old_folders_commands_without_its_catalog_path(tmp_path, monkeypatch, capsys) -> None:
+    """A folder swept by an earlier version named its catalog by an absolute path; the
+    rewrite makes each command as a sweep does now, and changes nothing else."""
+    import json
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    catalog = tmp_path / "catalog.csv"
+    catalog.write_text("rank,id,downloads,pipeline_tag,library_name,model_type\n"
+                       "1,google-bert/bert-base-uncased,93718157,fill-mask,transformers,bert\n")
+    out = tmp_path / "sweep"
+    with pytest.raises(SystemExit) as swept:
+        main(["--catalog", "catalog.csv", "--device", "cpu", "--stages", "load", "--executor", "inline", "--out", str(out), "--no-report"])
+    assert swept.value.code == 0
+    records = out / "records.jsonl"
+    written = json.loads(records.read_text())
+    old = dict(written, repro=f"sweep one --device cpu --weights tiny --stages load --catalog {catalog} google-bert/bert-base-uncased")
+    records.write_text(json.dumps(old) + "\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as reported:
+        main(["report", str(out), "--refresh-repros"])
+    assert reported.value.code == 0
+    assert "repro commands rewritten: 1" in capsys.readouterr().err
+    fresh = json.loads(records.read_text())
+    assert fresh["repro"] == written["repro"] and "--library transformers --model-type bert --task fill-mask" in fresh["repro"]
+    assert {k: v for k, v in fresh.items() if k != "repro"} == {k: v for k, v in written.items() if k != "repro"}
+    assert (out / "report.md").is_file() and str(catalog) not in (out / "report.md").read_text()
