@@ -71,8 +71,11 @@ versions-venv:
 	$(VVENV)/bin/python -m pip wheel -q --no-deps -w build/wheel .
 	PIP_CONSTRAINT=tests/versions/$(VERSIONS).txt $(VVENV)/bin/python -m pip install -q "$$(ls build/wheel/sweeper-*.whl)[dev,libraries,ray]"
 	$(VVENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|torchaudio|transformers|huggingface.hub|ray|datasets|pandas|timm|diffusers|peft) '
-	# pytest, not python -m pytest: the working folder stays off sys.path, so the tests
-	# import the installed wheel.
+	# The checkout joins sys.path after site-packages (its tests import each other), so the
+	# tests import sweeper from the installed wheel; pytest, not python -m pytest, keeps the
+	# working folder off the front of sys.path.
+	echo "$(CURDIR)" > "$$($(VVENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz_checkout_tests.pth"
+	cd / && $(CURDIR)/$(VVENV)/bin/python -c 'import sweeper; print("sweeper from", sweeper.__file__)'
 	$(VVENV)/bin/pytest -q -m "not slow" -p no:cacheprovider $(VERSIONS_TESTS) $(PYTEST_ARGS)
 
 bench: install

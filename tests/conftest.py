@@ -31,12 +31,75 @@ def hub_2022_csv() -> Path:
     return HUB_2022
 
 
+def _trnsim_hosted() -> bool:
+    """Whether this torch can host trnsim (see ``sweeper.devices.trnsim.MIN_TORCH``)."""
+    import torch
+
+    return hasattr(torch._C, "_acc")
+
+
+# What the trnsim package says, on import, beside a torch older than its floor.
+TRNSIM_TOO_OLD = "trnsim needs torch"
+_LEFT_OUT: list[str] = []
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    """Beside a torch older than trnsim's floor (``make test-lowest``), a test file that
+    imports trnsim at its top is not collected; a test that reaches trnsim later is
+    skipped (``pytest_runtest_makereport``). The summary names both."""
+    if collection_path.suffix != ".py" or collection_path.name == "conftest.py" or _trnsim_hosted():
+        return None
+    if _imports_trnsim_at_top(collection_path):
+        _LEFT_OUT.append(collection_path.name)
+        return True
+    return None
+
+
+def _imports_trnsim_at_top(path: Path) -> bool:
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sweeper.devices.trnsim"):
+            return True
+        if isinstance(node, ast.Import) and any(a.name.startswith("sweeper.devices.trnsim") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "sweeper.devices" and any(a.name == "trnsim" for a in node.names):
+            return True
+    return False
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that reached trnsim beside a torch it cannot run on is skipped, saying why."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and not _trnsim_hosted() and TRNSIM_TOO_OLD in str(report.longrepr):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {TRNSIM_TOO_OLD} 2.10+ (this torch is older)")
+
+
+def pytest_report_header(config) -> str | None:
+    if _trnsim_hosted():
+        return None
+    import torch
+
+    return f"torch {torch.__version__}: trnsim needs a newer torch; the tests that use it are skipped"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _LEFT_OUT:
+        terminalreporter.write_line(f"not collected (they import trnsim, which needs a newer torch): {len(_LEFT_OUT)} files: "
+                                    f"{', '.join(sorted(_LEFT_OUT))}")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _trnsim_before_any_backward() -> None:
     """Register trnsim before any test runs a backward pass: PyTorch's autograd engine
     sizes its device queues at the process's first backward, so tests of the device
     must not depend on running before the CPU tests do."""
-    import sweeper.devices.trnsim  # noqa: F401
+    if _trnsim_hosted():
+        import sweeper.devices.trnsim  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

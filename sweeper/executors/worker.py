@@ -129,10 +129,21 @@ class TorchDefaults:
         torch.use_deterministic_algorithms(self.deterministic)
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = self.cudnn
         torch.set_float32_matmul_precision(self.matmul_precision)
-        with contextlib.suppress(Exception):
-            torch.set_default_device(None)
+        _reset_default_device(torch)
         if torch.get_num_threads() != self.num_threads:
             torch.set_num_threads(self.num_threads)
+
+
+def _reset_default_device(torch: Any) -> None:
+    """No default device, as the worker started. torch 2.9's ``set_default_device(None)``
+    leaves ``device_context = None`` behind, after which its ``get_default_device()`` fails
+    (transformers calls it in every ``post_init``): reset only what was set, and drop that."""
+    holder = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    if holder is not None and getattr(holder, "device_context", None) is not None:
+        with contextlib.suppress(Exception):
+            torch.set_default_device(None)
+    if holder is not None and hasattr(holder, "device_context") and holder.device_context is None:
+        del holder.device_context
 
 
 def _die_with_parent() -> None:

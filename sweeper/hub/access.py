@@ -114,7 +114,12 @@ def settle_hub_access(refs: list[ModelRef], *, timeout: float, weights: str) -> 
     once instead of retrying the network; returns the note that says so.
     """
     wants_hub = any(ref.config is None and ref.source not in (None, "zoo") for ref in refs)
-    if not wants_hub or hub_offline():
+    if not wants_hub:
+        return None
+    if hub_offline():
+        # The client may have read the variable before it was set (huggingface_hub 1.x
+        # reads it once, at import): tell it too, or it retries a Hub it must not ask.
+        go_offline()
         return None
     why = probe(timeout)
     if why is None:

@@ -79,9 +79,13 @@ def test_the_wheel_carries_its_settings_and_profiles(installed):
 def test_installing_into_an_environment_with_torch_keeps_its_torch(installed):
     """Every requirement of the wheel and its extras is met by what the environment holds:
     pip, asked with no index at all, has nothing to add (torch least of all)."""
+    import torch
+
     report = installed["work"] / "pip-report.json"
+    # The README's command: the wheel with its extras, and the torch already there named.
     _run([sys.executable, "-m", "pip", "--python", installed["python"], "install", "--dry-run", "--no-index", "-q",
-          "--report", report, f"{installed['wheel']}[libraries,ray,lowering]"], cwd=installed["work"])
+          "--report", report, f"{installed['wheel']}[libraries,ray,lowering]", f"torch=={torch.__version__}"],
+         cwd=installed["work"])
     wanted = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     assert wanted <= {"sweeper"}, wanted
 

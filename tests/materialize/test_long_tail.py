@@ -49,6 +49,12 @@ def _loss(out, has_labels):
     ],
 )
 def test_long_tail_type_builds_runs_and_trains(model_type, rule):
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    if model_type not in CONFIG_MAPPING_NAMES:  # an older transformers (make test-lowest)
+        import transformers
+
+        pytest.skip(f"transformers {transformers.__version__} has no model type {model_type!r}")
     built = materialize(zoo_ref(model_type, 1), CFG)
     assert built.num_parameters < CFG.materialise.max_parameters, rule
     loss = _loss(built.model(**built.inputs), built.has_labels)

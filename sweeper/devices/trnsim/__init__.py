@@ -17,7 +17,19 @@ profile (``profiles/trnsim.toml``, linked from ``configs/devices``) decides whic
 ``retie_fix()`` keeps tied weights tied across ``.to("trnsim")`` (see ``ties``).
 """
 
+# ruff: noqa: E402 - the version check comes before the imports that need that torch
+
 from __future__ import annotations
+
+import torch
+
+# The first torch whose Python PrivateUse1 backend API (``torch._C._acc``: hooks, device
+# guard, empty tensors) trnsim is written on. Below it the package says so on import, which
+# ``--device trnsim`` turns into one line; cpu, cuda and plugin devices need no trnsim.
+MIN_TORCH = "2.10"
+if not hasattr(torch._C, "_acc"):
+    raise ImportError(f"trnsim needs torch {MIN_TORCH} or newer (its PrivateUse1 backend is written in Python on "
+                      f"torch._C._acc); this is torch {torch.__version__}")
 
 from sweeper.devices.trnsim.backend import apply_profile, ensure_registered
 from sweeper.devices.trnsim.errors import (
