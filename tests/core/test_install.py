@@ -117,3 +117,18 @@ def test_a_sweep_from_the_wheel_runs_without_ray_and_publishes_a_folder_that_tra
                 data = path.read_bytes()
                 found = sorted(place for place in machine if place.encode() in data)
                 assert not found, f"{path.relative_to(folder)} names {found}"
+
+
+def test_without_ray_joining_a_cluster_says_what_to_install_and_a_local_sweep_falls_back(monkeypatch):
+    import sweeper.executors.base as base
+    from sweeper.settings.config import SweepConfig
+    from sweeper.settings.errors import UsageError
+
+    monkeypatch.setattr(base, "ray_installed", lambda: False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    said: list[str] = []
+    with pytest.raises(UsageError, match=r"pip install 'sweeper\[ray\]', or sweep on this machine with --executor process"):
+        base.settle_executor(SweepConfig.of(executor="ray", address="10.0.0.1:6379"), said.append)
+    local = base.settle_executor(SweepConfig.of(executor="ray"), said.append)
+    assert local.execution.executor == "process" and "sweeping with --executor process" in said[-1]
+    assert base.settle_executor(SweepConfig.of(executor="inline"), said.append).execution.executor == "inline"
