@@ -38,8 +38,9 @@ def _trnsim_hosted() -> bool:
     return hasattr(torch._C, "_acc")
 
 
-# What the trnsim package says, on import, beside a torch older than its floor.
-TRNSIM_TOO_OLD = "trnsim needs torch"
+# What the trnsim package says, on import, beside a torch older than its floor (a part that
+# survives pytest's shortening of a long message).
+TRNSIM_TOO_OLD = "torch._C._acc); this is torch"
 _LEFT_OUT: list[str] = []
 
 
@@ -69,6 +70,41 @@ def _imports_trnsim_at_top(path: Path) -> bool:
     return False
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Beside a torch older than trnsim's floor, a test parametrized with the trnsim device skips."""
+    if _trnsim_hosted():
+        return
+    skip = pytest.mark.skip(reason="trnsim needs torch 2.10+ (this torch is older)")
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(value == "trnsim" for value in params.values() if isinstance(value, str)):
+            item.add_marker(skip)
+
+
+class _TrnsimNeedsNewerTorch:
+    """A meta-path finder that turns an import of trnsim, in a test, into that test's skip."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "sweeper.devices.trnsim":
+            pytest.skip("trnsim needs torch 2.10+ (this torch is older)")
+        return None
+
+
+@pytest.fixture(autouse=True)
+def _skip_where_trnsim_is_reached():
+    if _trnsim_hosted():
+        yield
+        return
+    import sys
+
+    finder = _TrnsimNeedsNewerTorch()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A test that reached trnsim beside a torch it cannot run on is skipped, saying why."""
@@ -76,7 +112,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.failed and not _trnsim_hosted() and TRNSIM_TOO_OLD in str(report.longrepr):
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {TRNSIM_TOO_OLD} 2.10+ (this torch is older)")
+        report.longrepr = (str(item.path), item.location[1] or 0, "Skipped: trnsim needs torch 2.10+ (this torch is older)")
 
 
 def pytest_report_header(config) -> str | None:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import ray
 import typer.main
 import yaml
 
@@ -23,6 +22,8 @@ CLUSTER = Path(__file__).resolve().parents[2] / "configs" / "cluster"
 # The openAPIV3Schema (v1) of KubeRay v1.7.0's CRDs, from ray-operator/config/crd/bases/
 # ray.io_rayjobs.yaml and ray.io_raycronjobs.yaml, as compact JSON.
 KUBERAY = Path(__file__).resolve().parent / "kuberay"
+DEFAULT_RAY = next(line.split("==")[1].strip() for line in (Path(__file__).resolve().parents[1] / "versions" / "default.txt").read_text().splitlines()
+                   if line.startswith("ray=="))
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
 
 
@@ -40,7 +41,8 @@ def _parses(command: str) -> dict:
 
 
 def _check_cluster_spec(spec: dict) -> None:
-    assert spec["rayVersion"] == ray.__version__  # the image's Ray must match the driver's
+    # The image's Ray must match the driver's: the Ray that `make install` pins.
+    assert spec["rayVersion"] == DEFAULT_RAY
     assert spec["enableInTreeAutoscaling"] is True  # else min/maxReplicas never scale anything
     head = spec["headGroupSpec"]["template"]["spec"]
     mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
