@@ -46,7 +46,7 @@ def installed(tmp_path_factory) -> dict[str, Path]:
             shutil.copy2(ROOT / name, source / name)
     wheels = work / "wheels"
     # This environment's setuptools builds it when it has one (no download); else pip's own.
-    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    isolation = ["--no-build-isolation"] if _has_setuptools(77) else []
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", wheels, source], cwd=work)
     wheel = next(wheels.glob("sweeper-*.whl"))
 
@@ -61,6 +61,16 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     run_dir = work / "elsewhere"
     run_dir.mkdir()
     return {"work": work, "wheel": wheel, "python": python, "site": site, "run_dir": run_dir}
+
+
+def _has_setuptools(major: int) -> bool:
+    """Whether this environment's setuptools is at least ``major`` (the build's requirement)."""
+    try:
+        from importlib.metadata import version
+
+        return int(version("setuptools").split(".")[0]) >= major
+    except Exception:  # noqa: BLE001 - absent, or an unreadable version
+        return False
 
 
 def _env() -> dict[str, str]:
@@ -82,14 +92,16 @@ def test_the_wheel_carries_its_settings_and_profiles(installed):
 def test_installing_into_an_environment_with_torch_keeps_its_torch(installed):
     """Every requirement of the wheel and its extras is met by what the environment holds:
     pip, asked with no index at all, has nothing to add (torch least of all)."""
-    import torch
+    from importlib.metadata import version
 
     report = installed["work"] / "pip-report.json"
-    # The README's command: the wheel with the extras this environment has, and its torch named.
+    # The README's command: the wheel with the extras this environment has, and its torch
+    # named by its distribution's version (torch.__version__ may carry a build label, +cu128,
+    # that the installed distribution's version lacks).
     present = {"libraries": "timm", "ray": "ray", "lowering": "torch_mlir"}
     extras = ",".join(extra for extra, module in present.items() if importlib.util.find_spec(module) is not None)
     _run([sys.executable, "-m", "pip", "--python", installed["python"], "install", "--dry-run", "--no-index", "-q",
-          "--report", report, f"{installed['wheel']}[{extras}]", f"torch=={torch.__version__}"],
+          "--report", report, f"{installed['wheel']}[{extras}]", f"torch=={version('torch')}"],
          cwd=installed["work"])
     wanted = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     assert wanted <= {"sweeper"}, wanted

@@ -168,7 +168,7 @@ def test_job_submit_script_takes_its_settings_from_the_environment(tmp_path):
     assert (options["--address"], options["--submission-id"], options["--working-dir"]) == ("http://10.0.0.5:8265", "nightly-1", "/src/sweeper")
     params = _parses(shlex.join(args[split + 1:]))
     assert (params["top"], params["device"], params["timeout"], params["out"]) == (7, "cpu", 30.0, "/data/out")
-    assert (params["source"], params["stages"]) == ("zoo", ["load,forward"])
+    assert (params["source"], list(params["stages"])) == ("zoo", ["load,forward"])
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ it with ``dtype=torch.bfloat16`` too: the model's, not the harness's, and not a 
 
 from __future__ import annotations
 
+import pytest
+
 from sweeper.checks.checker import check_model
 from sweeper.libraries.transformers import materialize
 from sweeper.records import ModelRef, Origin, Status
@@ -16,6 +18,7 @@ def _ref(model_type: str) -> ModelRef:
 
 
 def test_a_model_that_mixes_dtypes_in_bfloat16_only_is_the_models():
+    pytest.importorskip("sweeper.devices.trnsim")  # says the torch it needs, beside an older one
     built = materialize(_ref("xlnet"), SweepConfig.of(dtype="bfloat16"))
     assert "in bfloat16 only" in built.notes["upstream_control"]
     cfg = SweepConfig.of(dtype="bfloat16", device="trnsim", executor="inline", stages=("load", "to_device", "forward"))
