@@ -21,15 +21,21 @@ profile (``profiles/trnsim.toml``, linked from ``configs/devices``) decides whic
 
 from __future__ import annotations
 
+import os
+
 import torch
 
-# The first torch whose Python PrivateUse1 backend API (``torch._C._acc``: hooks, device
-# guard, empty tensors) trnsim is written on. Below it the package says so on import, which
-# ``--device trnsim`` turns into one line; cpu, cuda and plugin devices need no trnsim.
-MIN_TORCH = "2.10"
-if not hasattr(torch._C, "_acc"):
-    raise ImportError(f"trnsim needs torch {MIN_TORCH} or newer (its PrivateUse1 backend is written in Python on "
-                      f"torch._C._acc); this is torch {torch.__version__}")
+# The torch releases trnsim is tested on (make test / make test-newest). Below 2.10 torch
+# lacks the Python PrivateUse1 backend API trnsim is written on (``torch._C._acc``); on
+# 2.15 a backward under AOT autograd's tracing aborts the process. Elsewhere the package
+# says so on import, which ``--device trnsim`` turns into one line; cpu, cuda and plugin
+# devices need no trnsim. ``SWEEPER_TRNSIM_ANY_TORCH=1`` tries another release anyway.
+TESTED_TORCH = ("2.13",)
+ANY_TORCH_VARIABLE = "SWEEPER_TRNSIM_ANY_TORCH"
+_release = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+if not hasattr(torch._C, "_acc") or (_release not in TESTED_TORCH and os.environ.get(ANY_TORCH_VARIABLE) != "1"):
+    raise ImportError(f"trnsim runs on torch {', '.join(TESTED_TORCH)}, the release it is tested on; this is torch "
+                      f"{torch.__version__} (set {ANY_TORCH_VARIABLE}=1 to try it, from 2.10 on)")
 
 from sweeper.devices.trnsim.backend import apply_profile, ensure_registered
 from sweeper.devices.trnsim.errors import (
