@@ -149,3 +149,20 @@ def test_without_ray_joining_a_cluster_says_what_to_install_and_a_local_sweep_fa
     local = base.settle_executor(SweepConfig.of(executor="ray"), said.append)
     assert local.execution.executor == "process" and "sweeping with --executor process" in said[-1]
     assert base.settle_executor(SweepConfig.of(executor="inline"), said.append).execution.executor == "inline"
+
+
+def test_trnsim_beside_a_torch_it_is_not_tested_with_stops_with_one_line(tmp_path):
+    """A vendor's torch is not the one trnsim is tested on: the sweep says so in one line
+    and exits 2, and cpu still sweeps in the same environment."""
+    script = ("import sys, torch; torch.__version__ = '2.15.0'\n"
+              "from sweeper.cli import main\n"
+              "main(sys.argv[1:])\n")
+    args = ["--source", "zoo", "--top", "1", "--stages", "load", "--executor", "inline", "--no-report"]
+    refused = subprocess.run([sys.executable, "-c", script, *args, "--device", "trnsim", "--out", str(tmp_path / "t")],
+                             cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert "trnsim runs on torch 2.13" in line and "this is torch 2.15.0" in line and "SWEEPER_TRNSIM_ANY_TORCH=1" in line
+    swept = subprocess.run([sys.executable, "-c", script, *args, "--device", "cpu", "--out", str(tmp_path / "c")],
+                           cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert swept.returncode == 0, swept.stderr
