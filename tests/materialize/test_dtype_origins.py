@@ -18,7 +18,7 @@ def _ref(model_type: str) -> ModelRef:
 
 
 def test_a_model_that_mixes_dtypes_in_bfloat16_only_is_the_models():
-    pytest.importorskip("sweeper.devices.trnsim")  # says the torch it needs, beside an older one
+    pytest.importorskip("sweeper.devices.trnsim", exc_type=ImportError)  # says which torch, beside an untested one
     built = materialize(_ref("xlnet"), SweepConfig.of(dtype="bfloat16"))
     assert "in bfloat16 only" in built.notes["upstream_control"]
     cfg = SweepConfig.of(dtype="bfloat16", device="trnsim", executor="inline", stages=("load", "to_device", "forward"))
