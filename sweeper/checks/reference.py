@@ -15,7 +15,6 @@ over tolerance.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from sweeper.checks.numerics import cpu_twin, seeded
 from sweeper.checks.randomness import Draw
 from sweeper.checks.training import mode_context
 from sweeper.devices.precision import Float32Math
+from sweeper.libraries.outputs import first_float, float_tensors
 from sweeper.libraries.transformers.inputs import cast_floating
 from sweeper.settings.errors import NoGradientError
 
@@ -137,29 +137,6 @@ def _projection(output: Any) -> torch.Tensor:
     if not parts:
         raise NoGradientError("the model returned no float output that depends on its parameters")
     return torch.stack(parts).sum()
-
-
-def float_tensors(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:
-    """Every floating tensor in a model output (tensors, tuples, dicts, ModelOutputs)."""
-    if depth > 4:
-        return
-    if isinstance(value, torch.Tensor):
-        if value.is_floating_point():
-            yield value
-    elif isinstance(value, dict) or hasattr(value, "to_tuple"):
-        items = value.values() if isinstance(value, dict) else value.to_tuple()
-        for item in items:
-            yield from float_tensors(item, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from float_tensors(item, depth + 1)
-
-
-def first_float(output: Any) -> torch.Tensor | None:
-    """The first floating tensor of a model output (the loss when there is one)."""
-    for tensor in float_tensors(output):
-        return tensor
-    return None
 
 
 def _detached(tensor: torch.Tensor | None) -> torch.Tensor | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import functools
 import platform
-from importlib import metadata
 from typing import Any
 
 import sweeper
+from sweeper.libraries.base import package_version
 
 # The packages whose versions can change the outcome of a model of each library: an
 # upgrade of one re-runs only the checks of the libraries listed with it. The empty
@@ -26,15 +26,6 @@ LIBRARY_PACKAGES: dict[str, tuple[str, ...]] = {
     "vocos": ("vocos", "encodec", "torchaudio"),
     "speechbrain": ("speechbrain", "torchaudio"),
 }
-
-
-@functools.cache
-def package_version(name: str) -> str:
-    """The installed version of distribution ``name``, or ``absent``."""
-    try:
-        return metadata.version(name)
-    except (metadata.PackageNotFoundError, ValueError):
-        return "absent"
 
 
 def library_packages(library: str | None) -> tuple[str, ...]:

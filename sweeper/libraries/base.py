@@ -10,8 +10,10 @@ the backward and compile stages differentiate.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any, ClassVar
 
 from sweeper.libraries.built import Built
@@ -90,6 +92,15 @@ def _importable(package: str) -> bool:
         return False
 
 
+@functools.cache
+def package_version(name: str) -> str:
+    """The installed version of distribution ``name``, or ``absent``."""
+    try:
+        return metadata.version(name)
+    except (metadata.PackageNotFoundError, ValueError):
+        return "absent"
+
+
 def with_loss(model: Any, loss: Callable[[Any, dict[str, Any]], Any], *, keys: tuple[str, ...] = ()) -> Any:
     """``model`` wrapped so that its output carries ``loss`` (a gradient worth comparing,
     where the mean of the outputs would not be): ``keys`` are the inputs that go to the
@@ -114,7 +125,7 @@ def with_loss(model: Any, loss: Callable[[Any, dict[str, Any]], Any], *, keys: t
 
 def _first(output: Any) -> Any:
     """The output numerics compares: the tensor itself, or a dict/tuple's first float."""
-    from sweeper.checks.reference import first_float
+    from sweeper.libraries.outputs import first_float
 
     found = first_float(output)
     return found if found is not None else output

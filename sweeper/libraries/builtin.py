@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from sweeper.libraries.base import Library
-from sweeper.libraries.diffusers_lib import Diffusers
-from sweeper.libraries.open_clip_lib import OpenClip
-from sweeper.libraries.peft_lib import Peft
-from sweeper.libraries.pyannote_lib import Pyannote
-from sweeper.libraries.sentence_transformers_lib import SentenceTransformers
-from sweeper.libraries.speechbrain_lib import Speechbrain
-from sweeper.libraries.timm_lib import Timm
-from sweeper.libraries.transformers_lib import Transformers
-from sweeper.libraries.vocos_lib import Vocos
+from sweeper.libraries.diffusers.library import Diffusers
+from sweeper.libraries.open_clip.library import OpenClip
+from sweeper.libraries.peft.library import Peft
+from sweeper.libraries.pyannote.library import Pyannote
+from sweeper.libraries.sentence_transformers.library import SentenceTransformers
+from sweeper.libraries.speechbrain.library import Speechbrain
+from sweeper.libraries.timm.library import Timm
+from sweeper.libraries.transformers.library import Transformers
+from sweeper.libraries.vocos.library import Vocos
 
 BUILTIN: tuple[type[Library], ...] = (Transformers, SentenceTransformers, Timm, OpenClip, Diffusers, Pyannote, Speechbrain, Vocos,
                                        Peft)

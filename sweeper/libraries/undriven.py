@@ -8,7 +8,7 @@ take on), so the report says what would have to change, not only "not supported"
 
 from __future__ import annotations
 
-from sweeper.checks.versions import package_version
+from sweeper.libraries.base import package_version
 
 # Hub library_name -> (why it is not driven, the installed package that conflicts or None).
 UNDRIVEN: dict[str, tuple[str, str | None]] = {

@@ -31,7 +31,7 @@ def cross_entropy(output: Any, targets: dict[str, Any]) -> Any:
     """Cross-entropy of the first float output (logits) against ``targets['labels']``."""
     import torch
 
-    from sweeper.checks.reference import first_float
+    from sweeper.libraries.outputs import first_float
 
     logits = first_float(output)
     return torch.nn.functional.cross_entropy(logits.float().reshape(logits.shape[0], -1), targets["labels"])

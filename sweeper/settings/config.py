@@ -30,6 +30,7 @@ import tomllib
 
 from sweeper.records import Stage
 from sweeper.settings.errors import UsageError
+from sweeper.settings.plugins import resolve
 from sweeper.settings.validate import check_numbers, check_types
 
 # The defaults ship in the package (read through importlib.resources, so an installed wheel
@@ -198,8 +199,8 @@ def validate(cfg: SweepConfig) -> SweepConfig:
     src, mat, dev, run = cfg.source, cfg.materialise, cfg.device, cfg.execution
     if mat.weights not in WEIGHTS_MODES:
         raise UsageError(f"unknown weights mode {mat.weights!r}; choose one of {', '.join(WEIGHTS_MODES)}")
-    _registered("source", src.name, _source_names())
-    _registered("executor", run.executor, _executor_names())
+    _registered("source", src.name, _known("source"))
+    _registered("executor", run.executor, _known("executor"))
     if dev.dtype not in DTYPES:
         raise UsageError(f"unknown dtype {dev.dtype!r}; choose one of {', '.join(DTYPES)}")
     known = [s.value for s in Stage]
@@ -228,16 +229,14 @@ def _registered(what: str, name: str, known: list[str]) -> None:
         raise UsageError(f"unknown {what} {name!r}; choose one of {', '.join(known)}")
 
 
-def _source_names() -> list[str]:
-    from sweeper.sources.registry import known_sources
+# The registries of source and executor names live in sources/ and executors/, above this
+# floor: asked by name, as a plug point reaches its plugins, so settings imports neither.
+_KNOWN = {"source": "sweeper.sources.registry:known_sources", "executor": "sweeper.executors.registry:known_executors"}
 
-    return known_sources()
 
-
-def _executor_names() -> list[str]:
-    from sweeper.executors.registry import known_executors
-
-    return known_executors()
+def _known(what: str) -> list[str]:
+    """The names ``what`` (source, executor) accepts, a plugin's included."""
+    return resolve(_KNOWN[what])()
 
 
 def load_toml(path: Path | Traversable) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sweeper.libraries.transformers.default_config import default_config_id
 from sweeper.libraries.transformers.heads import heads_of, preferred_head
 from sweeper.records import ModelRef
 
@@ -77,26 +78,12 @@ def canonical_checkpoint(model_type: str) -> str | None:
     return match.group(1) if match else None
 
 
-# What a zoo entry is called when no checkpoint of its own type is documented: it is built
-# from the type's default config, and says so (never a Hub link).
-DEFAULT_CONFIG = " (default config)"
 # Parts and variants of a type (``aimv2_vision_model``, ``qwen3_moe``) are documented with
 # their family's checkpoint: these trailing words may be dropped to find the family's name.
 # A version (``qwen2_5_vl``: ``vl`` is no role) never is: Qwen2-VL is not Qwen2.5-VL.
 _ROLES = frozenset({"vision", "text", "audio", "video", "speech", "encoder", "decoder", "model", "moe",
                     "thinker", "tokenizer", "acoustic", "lite", "dense", "hybrid", "shared", "swa", "omni"})
 _CLASS_HEAD = re.compile(r"(?:For[A-Z]\w*|Model|LMHeadModel|Config)$")
-
-
-def default_config_id(model_type: str) -> str:
-    """The id of a zoo entry built from ``model_type``'s default config."""
-    return f"{model_type}{DEFAULT_CONFIG}"
-
-
-def names_default_config(model_id: str) -> bool:
-    """Whether ``model_id`` names a type's default config rather than a checkpoint (the
-    ``zoo/<type>`` spelling of older records included)."""
-    return model_id.startswith("zoo/") or model_id.endswith(DEFAULT_CONFIG)
 
 
 def _squash(name: str) -> str:

@@ -113,7 +113,7 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
         return ("repo", ref.model_id, ref.revision)
     if ref.config is not None:
         return ("ref", digest(ref.config))
-    from sweeper.sources.zoo import names_default_config
+    from sweeper.libraries.transformers.default_config import names_default_config
 
     from_hub = ref.source not in (None, "zoo") and not names_default_config(ref.model_id)
     if not from_hub:
@@ -171,7 +171,7 @@ def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, A
     }
     if library == "sentence-transformers":
         # Offline the pooling comes from the id (a name table): same type, other pooling.
-        from sweeper.libraries.sentence_layout import from_name
+        from sweeper.libraries.sentence_transformers.layout import from_name
 
         named = from_name(ref.model_id)
         part["sentence_layout"] = None if named is None else [list(named.pooling), named.normalize]

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweeper.devices.base import REPROS
 from sweeper.redact import redact_obj
 from sweeper.settings.errors import UsageError
 from sweeper.storage.sweep_meta import SweepMeta
@@ -33,7 +34,7 @@ SUMMARY = "summary.json"
 PARQUET = "records.parquet"
 CHARTS = "charts"
 DIFF = "diff.md"
-REPROS = "repros"
+# REPROS ("repros", imported above): named in devices.base, the layer of the devices that write it.
 MODELS = "models.md"  # written by earlier versions: removed, index.html lists every model
 CARD = "README.md"  # a published folder's dataset card
 PUBLISH_MARKER = ".sweeper-publish"  # says a folder is a publish's own, so it may be overwritten

@@ -1,4 +1,5 @@
-"""No import cycle among sweeper's modules, and each module imports on its own.
+"""No import cycle among sweeper's modules, no import from a lower floor to a higher one,
+and each module imports on its own.
 
 The static check reads every ``import`` in ``sweeper/**/*.py`` with ``ast``, those inside
 functions too (a cycle hidden in a function still ties the two modules together) and
@@ -8,6 +9,11 @@ edge to ``pkg.name`` when that is a module, else to ``pkg``; a submodule's impli
 of its parent package is no edge. Loading an implementation by a dotted string through
 ``importlib`` (a lazy registry) is no edge either: that is the sanctioned way for a plug
 point to reach its plugins.
+
+The floor check gives each module the floor of its first name under ``sweeper`` (``FLOORS``,
+the floor plan of DESIGN.md, top down) and fails on any import of a module on a higher floor
+than the importer's; modules on one floor may import each other (the cycle check still
+holds them).
 
 The dynamic check imports each module first, in one fresh interpreter that forgets every
 ``sweeper`` module before the next, so a module that only imports because some other
@@ -117,6 +123,45 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+# The floor plan, top down: a module imports its own floor and those below it, never one
+# above. Each entry names the first part of a module's name under ``sweeper``; "" is the
+# package itself (its version, and the import traps it installs from libraries/).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("cli", "__main__"),
+    ("runner",),
+    ("report", "executors", "storage"),
+    ("checks", "sources"),
+    ("libraries", ""),
+    ("devices", "hub"),
+    ("settings",),
+    ("records",),
+    ("redact",),
+    ("machine_paths",),
+)
+
+
+def floor_of(module: str, floors: tuple[tuple[str, ...], ...] = FLOORS) -> int | None:
+    """How high ``module`` (``sweeper.checks.stages``) sits: 0 is the bottom floor; None
+    when the floor plan does not place it."""
+    part = module.split(".")[1] if "." in module else ""
+    for depth, names in enumerate(floors):
+        if part in names:
+            return len(floors) - 1 - depth
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]], floors: tuple[tuple[str, ...], ...] = FLOORS) -> list[str]:
+    """``importer (floor) -> imported (floor)`` for every import that reaches a higher floor."""
+    out = []
+    for module in sorted(graph):
+        here = floor_of(module, floors)
+        for target in sorted(graph[module]):
+            there = floor_of(target, floors)
+            if here is not None and there is not None and there > here:
+                out.append(f"{module} ({here}) -> {target} ({there})")
+    return out
+
+
 def _one_edge_per_cycle(component: list[str], graph: dict[str, set[str]]) -> str:
     """``a -> b -> ... -> a``: one concrete loop through the component, to start the fix."""
     members = set(component)
@@ -154,6 +199,25 @@ def test_the_static_graph_counts_every_import_and_only_imports(tmp_path: Path) -
     graph["pkg.c"].add("pkg.a")  # what `from pkg import a` in c.py would add
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
     assert _one_edge_per_cycle(["pkg.a", "pkg.b", "pkg.c"], graph) == "pkg.a -> pkg.b -> pkg.c -> pkg.a"
+
+
+def test_the_floor_check_flags_an_import_that_reaches_up_and_only_that() -> None:
+    """The checker itself, on a graph made for it."""
+    floors = (("top",), ("mid", ""), ("low",))
+    graph = {"pkg": {"pkg.mid.a"}, "pkg.top": {"pkg.mid.a", "pkg.low"}, "pkg.mid.a": {"pkg.mid.b", "pkg.low"},
+             "pkg.mid.b": {"pkg"}, "pkg.low": {"pkg.mid.b", "pkg.top"}}
+    assert [floor_of(m, floors) for m in ("pkg.top", "pkg.mid.a", "pkg", "pkg.low", "pkg.other")] == [2, 1, 1, 0, None]
+    assert upward_imports(graph, floors) == ["pkg.low (0) -> pkg.mid.b (1)", "pkg.low (0) -> pkg.top (2)"]
+
+
+def test_every_module_has_a_floor() -> None:
+    unplaced = [m for m in sorted(module_files()) if floor_of(m) is None]
+    assert not unplaced, "modules the floor plan (FLOORS) does not place:\n" + "\n".join(unplaced)
+
+
+def test_no_import_reaches_a_higher_floor() -> None:
+    found = upward_imports(import_graph())
+    assert not found, "imports from a lower floor to a higher one:\n" + "\n".join(found)
 
 
 def test_no_import_cycle() -> None:

@@ -14,7 +14,7 @@ from sweeper.settings.config import SweepConfig
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("diffusers") is None, reason="the libraries extra is not installed")
 
-STAGES = ("load", "to_device", "forward", "backward", "compile")
+STAGES = ("load", "to_device", "forward", "backward", "compile", "shapes")
 # A VAE and a text encoder: the smallest pipeline with a diffusers and a transformers part.
 INDEX = {"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.30.0",
          "vae": ["diffusers", "AutoencoderKL"], "text_encoder": ["transformers", "CLIPTextModel"],
@@ -161,7 +161,7 @@ def test_a_component_is_the_same_build_whatever_comes_before_it_and_is_checked_o
     import torch
 
     from sweeper.checks.checker import Checker
-    from sweeper.libraries.diffusers_lib import Diffusers
+    from sweeper.libraries.diffusers.library import Diffusers
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     alone = {k: v for k, v in INDEX.items() if k != "vae"}  # the text encoder built first, not second

@@ -18,7 +18,7 @@ def test_every_transformers_text_tower_open_clip_names_is_known_offline():
     from open_clip.factory import _MODEL_CONFIGS
 
     import sweeper  # noqa: F401 - torchvision's compat import comes first
-    from sweeper.libraries.open_clip_text import TEXT_TOWERS
+    from sweeper.libraries.open_clip.text import TEXT_TOWERS
 
     named = {c["text_cfg"]["hf_model_name"] for c in _MODEL_CONFIGS.values() if "hf_model_name" in c.get("text_cfg", {})}
     assert named and named <= set(TEXT_TOWERS), named - set(TEXT_TOWERS)
@@ -26,7 +26,7 @@ def test_every_transformers_text_tower_open_clip_names_is_known_offline():
 
 def test_a_roberta_text_tower_builds_and_trains_with_the_hub_unreachable(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from sweeper.libraries.open_clip_lib import OpenClip
+    from sweeper.libraries.open_clip.library import OpenClip
 
     ref = ModelRef("laion/CLIP-ViT-B-32-roberta-base-laion2B-s12B-b32k", 1, library_name="open_clip", source="catalog")
     built = OpenClip().build(ref, SweepConfig.of(device="cpu"))
@@ -39,7 +39,7 @@ def test_a_roberta_text_tower_builds_and_trains_with_the_hub_unreachable(monkeyp
 
 
 def test_random_weights_take_the_released_sizes():
-    from sweeper.libraries.open_clip_text import text_config
+    from sweeper.libraries.open_clip.text import text_config
 
     large = text_config("xlm-roberta-large", tiny=False)
     assert (large.model_type, large.hidden_size, large.num_hidden_layers, large.vocab_size) == ("xlm-roberta", 1024, 24, 250002)
@@ -50,7 +50,7 @@ def test_random_weights_take_the_released_sizes():
 
 def test_a_repo_outside_the_registry_builds_the_config_its_table_entry_names(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from sweeper.libraries.open_clip_lib import OpenClip
+    from sweeper.libraries.open_clip.library import OpenClip
 
     ref = ModelRef("Marqo/marqo-fashionSigLIP", 1, library_name="open_clip", model_type="siglip", source="catalog")
     built = OpenClip().build(ref, SweepConfig.of(device="cpu"))
@@ -63,7 +63,7 @@ def test_the_table_s_evidence_holds_the_listing_s_parameter_count_is_the_config_
 
     import open_clip
 
-    from sweeper.libraries.open_clip_lib import REPO_CONFIGS
+    from sweeper.libraries.open_clip.library import REPO_CONFIGS
 
     with open(top1000_csv, newline="") as f:
         rows = {r["id"].lower(): r for r in csv.DictReader(f)}

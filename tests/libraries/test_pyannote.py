@@ -8,7 +8,7 @@ import os
 import pytest
 
 from sweeper.libraries import registry
-from sweeper.libraries.pyannote_lib import Pyannote
+from sweeper.libraries.pyannote.library import Pyannote
 from sweeper.records import ModelRef
 from sweeper.settings.config import SweepConfig
 from sweeper.settings.errors import ConfigError

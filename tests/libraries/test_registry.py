@@ -6,7 +6,7 @@ import pytest
 
 from sweeper.libraries import registry
 from sweeper.libraries.base import Library, MissingDependencyError
-from sweeper.libraries.diffusers_lib import components
+from sweeper.libraries.diffusers.library import components
 from sweeper.libraries.formats import NotPytorchError, gguf_base
 from sweeper.records import ModelRef, ReasonKind, Status, kind_info
 from sweeper.settings.errors import UnsupportedLibraryError
@@ -207,9 +207,9 @@ def test_a_row_claimed_from_its_id_counts_as_its_library_in_records_and_fingerpr
 def test_timm_names_read_without_import_are_the_ones_timm_registers():
     # Planning reads them from timm's source: a name it misses would share another's verdict.
     pytest.importorskip("timm")
-    from sweeper.libraries import timm_lib
+    from sweeper.libraries.timm import library as timm_library
 
-    timm_lib.Timm().require()
+    timm_library.Timm().require()
     from timm.models import _registry
 
-    assert timm_lib.registered_names() == frozenset(_registry._model_entrypoints)
+    assert timm_library.registered_names() == frozenset(_registry._model_entrypoints)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hub_fixtures import serve_hub
 
-from sweeper.libraries.sentence_layout import from_name, pooling_modes
+from sweeper.libraries.sentence_transformers.layout import from_name, pooling_modes
 from sweeper.records import ModelRef
 from sweeper.settings.config import SweepConfig
 
@@ -163,7 +163,7 @@ def test_online_dense_modules_run_between_pooling_and_normalize(monkeypatch, tmp
 
 
 def test_a_dense_activation_outside_torch_nn_is_not_imported():
-    from sweeper.libraries.sentence_layout import dense_spec
+    from sweeper.libraries.sentence_transformers.layout import dense_spec
 
     assert dense_spec({"out_features": 8, "activation_function": "torch.nn.modules.activation.Tanh"}).activation == "Tanh"
     assert dense_spec({"out_features": 8, "activation_function": "custom_code.Evil"}) is None

@@ -15,7 +15,7 @@ import pytest
 
 from sweeper.libraries import registry
 from sweeper.libraries.base import MissingDependencyError
-from sweeper.libraries.speechbrain_lib import Speechbrain
+from sweeper.libraries.speechbrain.library import Speechbrain
 from sweeper.records import ModelRef, Origin, Outcome, ReasonKind, Status
 from sweeper.settings.config import SweepConfig
 from sweeper.settings.errors import ConfigError
@@ -153,7 +153,10 @@ def test_each_family_stops_on_trnsim_at_the_complex_fft_the_device_lacks(model_i
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     record = _record(model_id, "trnsim")
     assert record.stages["load"].status is Status.PASS, record.reason
-    assert all(r.status is not Status.BLOCKED for r in record.stages.values()), record.stages
+    # Every stage runs under --collect-all, but for the shapes stage after a compile that
+    # found a blocker (other shapes would only meet it again).
+    assert all(r.status is not Status.BLOCKED for name, r in record.stages.items() if name != "shapes"), record.stages
+    assert record.stages["compile"].status is Status.PASS or record.stages["shapes"].status is Status.BLOCKED
     assert record.outcome is Outcome.DEVICE
     assert record.reason.op == "aten::_fft_r2c" and record.reason.kind is ReasonKind.UNSUPPORTED_DTYPE
     assert "complex64" in record.reason.message

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason
 
 
 def _build(model_id: str, weights: str = "tiny"):
-    from sweeper.libraries.timm_lib import Timm
+    from sweeper.libraries.timm.library import Timm
 
     ref = ModelRef(model_id, 1, library_name="timm", source="catalog")
     return Timm().build(ref, SweepConfig.of(device="cpu", weights=weights))
@@ -47,7 +47,7 @@ def test_a_mobilenetv3_is_cut_the_same_way_and_resnets_keep_their_size_arguments
 
 
 def test_a_fastvit_tower_keeps_one_block_per_stage():
-    from sweeper.libraries.timm_lib import _tiny_args
+    from sweeper.libraries.timm.library import _tiny_args
 
     assert _tiny_args("fastvit_mci2") == {"layers": (1, 1, 1, 1)}  # MobileCLIP's image tower: 4, 12, 24, 4 blocks
 

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from sweeper.libraries import registry
-from sweeper.libraries.vocos_lib import ENCODEC, MEL, Vocos
+from sweeper.libraries.vocos.library import ENCODEC, MEL, Vocos
 from sweeper.records import ModelRef, Origin, Outcome, ReasonKind, Status
 from sweeper.settings.config import SweepConfig
 from sweeper.settings.errors import ConfigError
@@ -136,7 +136,10 @@ def test_on_trnsim_the_complex_stft_is_the_devices_blocker(monkeypatch):
     assert torch.complex64 not in load_profile().dtypes  # what the profile declares
     record = _record("trnsim", collect_all=True)
     assert record.stages["load"].status is Status.PASS
-    assert all(r.status is not Status.BLOCKED for r in record.stages.values()), record.stages
+    # Every stage runs under --collect-all, but for the shapes stage after a compile that
+    # found a blocker (other shapes would only meet it again).
+    assert all(r.status is not Status.BLOCKED for name, r in record.stages.items() if name != "shapes"), record.stages
+    assert record.stages["compile"].status is Status.PASS or record.stages["shapes"].status is Status.BLOCKED
     assert record.stages["forward"].status is Status.FAIL
     assert record.outcome is Outcome.DEVICE
     first = record.reason

@@ -17,7 +17,7 @@ import contextlib
 
 import torch
 
-from sweeper.checks.tied_weights import swap_params_on_conversion
+from sweeper.devices.tied_weights import swap_params_on_conversion
 
 
 def tied_pairs(module: torch.nn.Module) -> list[tuple[str, str]]:

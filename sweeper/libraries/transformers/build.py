@@ -55,7 +55,7 @@ def config_data(ref: ModelRef, cfg: Any, notes: dict[str, Any]) -> dict[str, Any
     if ref.config is not None:
         notes["config_source"] = "ref"
         return dict(ref.config)
-    from sweeper.sources.zoo import names_default_config
+    from sweeper.libraries.transformers.default_config import names_default_config
 
     from_hub = ref.source not in (None, "zoo") and not names_default_config(ref.model_id)
     if cfg.materialise.weights == "pretrained" or from_hub:
@@ -341,7 +341,7 @@ def _tiny_timm_parts(config: Any) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
     if importlib.util.find_spec("timm") is None:
         return contextlib.nullcontext()  # the build names the missing package itself
-    from sweeper.libraries.timm_lib import tiny_timm_builds
+    from sweeper.libraries.timm.library import tiny_timm_builds
 
     return tiny_timm_builds()
 

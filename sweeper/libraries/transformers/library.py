@@ -1,4 +1,4 @@
-"""transformers: the sweeper's first library (its builder lives in ``sweeper/libraries/transformers``)."""
+"""transformers: the sweeper's first library (its builder is ``build``, beside this module)."""
 
 from __future__ import annotations
 

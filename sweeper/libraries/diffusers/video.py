@@ -1,5 +1,5 @@
 """Tiny video and DiT components of diffusers pipelines (Stable Video Diffusion,
-DepthCrafter, Wan 2.1, LTX-Video, HunyuanDiT, FLUX.1 Redux), written by hand like ``diffusers_parts``:
+DepthCrafter, Wan 2.1, LTX-Video, HunyuanDiT, FLUX.1 Redux), written by hand like ``parts``:
 each builder returns (model, inputs), keeping every kind of block of the real class
 (spatio-temporal attention, causal 3D convolutions, rotary positions) at widths of 16-64
 and 2-3 frames.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sweeper.libraries.diffusers_parts import BATCH, TEXT_DIM, TEXT_LEN, _randn
+from sweeper.libraries.diffusers.parts import BATCH, TEXT_DIM, TEXT_LEN, _randn
 
 FRAMES = 2
 

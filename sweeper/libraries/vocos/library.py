@@ -67,7 +67,7 @@ class Vocos(Library):
                               "its config.yaml is not read offline")
         import torch
 
-        from sweeper.libraries import vocos_parts as parts
+        from sweeper.libraries.vocos import parts
 
         torch.manual_seed(cfg.materialise.seed)
         tiny = weights == "tiny"

@@ -1,7 +1,7 @@
 """diffusers: a repo is a pipeline of several models, each checked.
 
 Which components a repo has comes from its ``model_index.json`` (the ref's ``config``,
-when the source carries it), else from a table of id patterns (``diffusers_index``); the
+when the source carries it), else from a table of id patterns (``index``); the
 record's notes say which (``components_source``) and list the components. Each component
 (denoiser, VAE, ControlNet, and the text and image encoders, transformers models) is
 built tiny with its own inputs and checked on its own through every stage
@@ -16,16 +16,16 @@ import functools
 import inspect
 from typing import Any
 
-from sweeper.libraries import diffusers_encoders, diffusers_index, diffusers_parts, diffusers_video
 from sweeper.libraries.base import Library, count_parameters
 from sweeper.libraries.built import Built
+from sweeper.libraries.diffusers import encoders, index, parts, video
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
 # model_index.json class name -> builder of (model, inputs).
-BUILDERS = {**diffusers_parts.BUILDERS, **diffusers_video.BUILDERS, **diffusers_encoders.BUILDERS}
-Spec = diffusers_index.Spec
-NAME_TABLE = diffusers_index.NAME_TABLE
+BUILDERS = {**parts.BUILDERS, **video.BUILDERS, **encoders.BUILDERS}
+Spec = index.Spec
+NAME_TABLE = index.NAME_TABLE
 # Where LoRA goes on a denoiser (diffusers' own attention projections, as its LoRA loaders target).
 LORA_TARGETS = ["to_q", "to_k", "to_v", "to_out.0"]
 
@@ -46,7 +46,7 @@ class Diffusers(Library):
     def same_build(self, ref: ModelRef) -> Any:
         """The components and where they came from: repos the name table maps to the same
         components (an SD 1.5 fine-tune and its base) build the same tiny pipeline."""
-        found = diffusers_index.components(ref.model_id, ref.config, frozenset(BUILDERS))
+        found = index.components(ref.model_id, ref.config, frozenset(BUILDERS))
         if isinstance(found, str):  # the same config error, each copy naming its own repo
             return {"not_known": found}
         return {"components": found[0], "components_source": found[1]}
@@ -58,23 +58,23 @@ class Diffusers(Library):
 
         if cfg.materialise.weights != "tiny":
             raise ConfigError(f"diffusers pipelines are built with tiny weights only (asked: {cfg.materialise.weights})")
-        found = diffusers_index.components(ref.model_id, ref.config, frozenset(BUILDERS))
+        found = index.components(ref.model_id, ref.config, frozenset(BUILDERS))
         if isinstance(found, str):
             raise ConfigError(f"{ref.model_id}: {found}")
         spec, source = found
         dtype = getattr(torch, cfg.device.dtype)
-        parts = {name: _component(cls, dict(kwargs), cfg.materialise.seed, dtype) for name, (cls, kwargs) in spec.items()}
-        whole = torch.nn.ModuleDict({name: part.model for name, part in parts.items()})
+        built = {name: _component(cls, dict(kwargs), cfg.materialise.seed, dtype) for name, (cls, kwargs) in spec.items()}
+        whole = torch.nn.ModuleDict({name: part.model for name, part in built.items()})
         notes = {"weights": "tiny", "components": _listing(spec), "components_source": source,
-                 "component_parameters": ",".join(f"{k}={p.num_parameters}" for k, p in parts.items())}
-        return Built(model=whole, inputs={}, architecture="+".join(p.architecture for p in parts.values()),
+                 "component_parameters": ",".join(f"{k}={p.num_parameters}" for k, p in built.items())}
+        return Built(model=whole, inputs={}, architecture="+".join(p.architecture for p in built.values()),
                      model_type="diffusers", num_parameters=count_parameters(whole), has_labels=True, notes=notes,
-                     components=parts)
+                     components=built)
 
 
 def components(ref: ModelRef) -> tuple[Spec, str] | None:
     """(components, where they came from) for ``ref``, or None when not known offline."""
-    found = diffusers_index.components(ref.model_id, ref.config, frozenset(BUILDERS))
+    found = index.components(ref.model_id, ref.config, frozenset(BUILDERS))
     return None if isinstance(found, str) else found
 
 
@@ -130,7 +130,7 @@ def _component_class() -> type:
     import torch
     from transformers.utils import ModelOutput
 
-    from sweeper.checks.reference import float_tensors
+    from sweeper.libraries.outputs import float_tensors
 
     class DiffusersComponent(torch.nn.Module):
         """One component; its output is the first float it returns, its loss the sum of

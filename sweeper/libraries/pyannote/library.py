@@ -74,7 +74,7 @@ class Pyannote(Library):
         _quiet_import()
         import torch
 
-        from sweeper.libraries import pyannote_parts as parts
+        from sweeper.libraries.pyannote import parts
 
         dtype = getattr(torch, cfg.device.dtype)
         torch.manual_seed(cfg.materialise.seed)

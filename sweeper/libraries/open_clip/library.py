@@ -17,7 +17,7 @@ from typing import Any
 from sweeper.libraries import vision
 from sweeper.libraries.base import Library, count_parameters, seeded_build, with_loss
 from sweeper.libraries.built import Built
-from sweeper.libraries.open_clip_text import TEXT_TOWERS, offline_text_towers
+from sweeper.libraries.open_clip.text import TEXT_TOWERS, offline_text_towers
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
@@ -132,7 +132,7 @@ def _tiny_timm(active: bool) -> Iterator[None]:
     if not active:
         yield
         return
-    from sweeper.libraries.timm_lib import tiny_timm_builds
+    from sweeper.libraries.timm.library import tiny_timm_builds
 
     with tiny_timm_builds():
         yield

@@ -1,7 +1,7 @@
 """A diffusers pipeline's text (and image) encoders, tiny: transformers models, built
 from their transformers configs shrunk to the width the tiny denoisers cross-attend to.
 
-A builder returns (model, inputs) like the denoisers' (``diffusers_parts``); the caller
+A builder returns (model, inputs) like the denoisers' (``parts``); the caller
 seeds the initialisation. Text encoders take ``TEXT_LEN`` token ids, image encoders a
 small image batch.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sweeper.libraries.diffusers_parts import BATCH, TEXT_DIM, TEXT_LEN
+from sweeper.libraries.diffusers.parts import BATCH, TEXT_DIM, TEXT_LEN
 
 VOCAB = 99
 

@@ -62,7 +62,7 @@ class Separator(torch.nn.Module):
 
 
 def mixture_and_sources(spec: Any, seed: int, dtype: Any, tiny: bool) -> tuple[Any, Any]:
-    """``spec``: speechbrain_lib's SeparatorSpec (sources, sample rate; not imported: that
+    """``spec``: ``library``'s SeparatorSpec (sources, sample rate; not imported: that
     module imports this one). A seeded (BATCH, samples) mixture and the (BATCH, samples, sources) targets it sums."""
     gen = torch.Generator().manual_seed(seed)
     samples = int((TINY_SECONDS if tiny else FULL_SECONDS) * spec.sample_rate)

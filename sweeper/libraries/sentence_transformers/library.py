@@ -3,7 +3,7 @@
 The encoder is what the library loads: the type's base model, or the encoder stack alone of
 an encoder-decoder (T5). Pooling and normalisation come from the repo's own
 ``modules.json`` online, else a name table of well-known families, else mean pooling with a
-normalisation (``sentence_layout``); the record's notes say which (``pooling_source``).
+normalisation (``layout``); the record's notes say which (``pooling_source``).
 The loss pulls the batch's cosine-similarity matrix towards the identity (a contrastive
 objective): the mean of normalised embeddings is ~1e-7 and its gradient compares nothing.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from sweeper.libraries.base import Library, count_parameters
 from sweeper.libraries.built import Built
-from sweeper.libraries.sentence_layout import SentenceLayout, layout_of
+from sweeper.libraries.sentence_transformers.layout import SentenceLayout, layout_of
 from sweeper.records import ModelRef
 
 

@@ -1,10 +1,10 @@
 """speechbrain: speaker embedding, language and sound identification models (EncoderClassifier),
 and SepFormer source separation.
 
-Which models a repo is comes from its id (a name table, ``speechbrain_parts.SPECS``): an
+Which models a repo is comes from its id (a name table, ``parts.SPECS``): an
 ECAPA-TDNN, ResNet or x-vector embedding model with the released repo's sizes, plus the
 classifier head for a classification repo (lang-id, urbansound8k); a SepFormer repo is its
-encoder, dual-path mask network and decoder (``speechbrain_separation``). Other speechbrain
+encoder, dual-path mask network and decoder (``separation``). Other speechbrain
 families (speech recognition, enhancement, TTS, ...) are named and refused: each is a
 pipeline of several modules (encoder, decoder, language model, vocoder) whose build is not
 written here.
@@ -72,7 +72,7 @@ class Speechbrain(Library):
             raise ConfigError(unbuilt(ref))
         import torch
 
-        from sweeper.libraries import speechbrain_parts as parts
+        from sweeper.libraries.speechbrain import parts
 
         dtype = getattr(torch, cfg.device.dtype)
         torch.manual_seed(cfg.materialise.seed)
@@ -90,8 +90,8 @@ class Speechbrain(Library):
 
 
 def spec(ref: ModelRef) -> Any:
-    """The ``speechbrain_parts.Spec`` the id names, or None."""
-    from sweeper.libraries.speechbrain_parts import SPECS
+    """The ``parts.Spec`` the id names, or None."""
+    from sweeper.libraries.speechbrain.parts import SPECS
 
     name = ref.model_id.lower()
     return next((found for pattern, found in SPECS if re.search(pattern, name)), None)
@@ -129,7 +129,7 @@ def _separator(ref: ModelRef, cfg: Any) -> Built:
     """A SepFormer repo built tiny or random, run on one seeded mixture of its sources."""
     import torch
 
-    from sweeper.libraries import speechbrain_separation as sep
+    from sweeper.libraries.speechbrain import separation as sep
 
     found = separator_spec(ref.model_id)
     assert found is not None

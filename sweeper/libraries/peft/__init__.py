@@ -1,0 +1,1 @@
+"""peft: an adapter on a transformers base model (``library``)."""

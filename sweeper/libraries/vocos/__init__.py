@@ -1,0 +1,1 @@
+"""vocos: neural vocoders (``library``), built small and run as copy-synthesis (``parts``)."""
