@@ -81,8 +81,29 @@ def _imports_trnsim_at_top(path: Path) -> bool:
     return False
 
 
+# Tests that start a Ray instance or drive the browser run on one worker of a parallel run
+# (``pytest -n``, ``--dist loadgroup``): each starts processes of its own that take both
+# cores, and two at once only wait for each other.
+SERIAL_GROUPS = {
+    "ray": ("executors/test_ray", "executors/test_two_node_cluster", "executors/test_job_submit",
+            "executors/test_running_models", "core/test_install"),
+    "browser": ("report/test_report_page",),
+}
+
+
+def _serial_group(path: Path) -> str | None:
+    """The group a test file's tests run in together, or None."""
+    relative = path.as_posix().split("/tests/", 1)[-1]
+    return next((group for group, prefixes in SERIAL_GROUPS.items() if relative.startswith(prefixes)), None)
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Beside a torch trnsim is not tested with, a test parametrized with the trnsim device skips."""
+    """Tests of one serial group share a worker under ``pytest -n``; beside a torch trnsim
+    is not tested with, a test parametrized with the trnsim device skips."""
+    for item in items:
+        group = _serial_group(Path(str(item.path)))
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if _trnsim_hosted():
         return
     skip = pytest.mark.skip(reason="trnsim is not tested with this torch")
