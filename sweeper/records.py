@@ -26,6 +26,7 @@ class Stage(str, Enum):
     FORWARD = "forward"
     BACKWARD = "backward"
     COMPILE = "compile"
+    SHAPES = "shapes"
 
 
 STAGE_ORDER: tuple[Stage, ...] = tuple(Stage)
@@ -316,6 +317,9 @@ class ModelRecord:
     versions: dict[str, str] = field(default_factory=dict)
     repro: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    # The shapes stage's findings: graphs and recompiles per input shape, symbolic shapes,
+    # the compiles a workload of varying lengths costs, padding to buckets (``checks.shapes``).
+    shapes: dict[str, Any] = field(default_factory=dict)
     # What the CPU control did for a model that failed on the device: the failing stage
     # rerun on the CPU with the same built model and inputs (stage, status, reason).
     control: dict[str, Any] | None = None

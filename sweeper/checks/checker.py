@@ -40,6 +40,7 @@ STAGE_FUNCS: dict[Stage, Callable[[stages.StageContext], None]] = {
     Stage.FORWARD: stages.forward,
     Stage.BACKWARD: stages.backward,
     Stage.COMPILE: stages.compile_stage,
+    Stage.SHAPES: stages.shapes_stage,
 }
 # What each stage needs to have passed (load is implied by the selection).
 NEEDS: dict[Stage, tuple[Stage, ...]] = {
@@ -48,6 +49,9 @@ NEEDS: dict[Stage, tuple[Stage, ...]] = {
     Stage.FORWARD: (Stage.LOAD, Stage.TO_DEVICE),
     Stage.BACKWARD: (Stage.LOAD, Stage.TO_DEVICE, Stage.FORWARD),
     Stage.COMPILE: (Stage.LOAD, Stage.TO_DEVICE),
+    # Other shapes after one compiled: a graph the device refuses at the first shape would
+    # only be refused again.
+    Stage.SHAPES: (Stage.LOAD, Stage.TO_DEVICE, Stage.COMPILE),
 }
 
 class Checker:
@@ -221,7 +225,7 @@ def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, r
     for stage in selected:
         if ctx.built is not None and ctx.built.components:
             break
-        if stop or not all(n in passed for n in NEEDS[stage]):
+        if stop or not all(n in passed for n in NEEDS[stage]) or _compile_blocked(stage, record):
             record.stages[stage.value] = StageResult(Status.BLOCKED)
             continue
         result, found, completed = _run_one(stage, ctx, device, record)
@@ -235,6 +239,13 @@ def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, r
             passed.add(stage)
         elif not ctx.cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
             stop = True
+
+
+def _compile_blocked(stage: Stage, record: ModelRecord) -> bool:
+    """Whether ``stage`` is the shapes stage after a compile that found a blocker: even
+    under ``--collect-all`` the other shapes would only meet the same blocker again."""
+    compiled = record.stages.get(Stage.COMPILE.value)
+    return stage is Stage.SHAPES and (compiled is None or compiled.status is not Status.PASS)
 
 
 def _run_one(
@@ -308,6 +319,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
     record.numerics = dict(findings.get("numerics") or {})
     record.graph_breaks = int(findings.get("graph_breaks", 0))
     record.graph_break_reasons = list(findings.get("graph_break_reasons", []))
+    record.shapes = dict(findings.get("shapes") or {})
     for key in ("compile_backend", "params_with_grad", "retied_weights", "backward_mode"):
         if key in findings:
             record.notes[key] = findings[key]

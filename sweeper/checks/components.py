@@ -48,6 +48,7 @@ def merge(record: ModelRecord, parts: dict[str, ModelRecord], *, classes: dict[s
     peaks = [s.peak_memory_bytes for s in parts.values() if s.peak_memory_bytes is not None]
     record.peak_memory_bytes = max(peaks, default=record.peak_memory_bytes)  # taken after the stages, not the build
     record.numerics = _numerics(parts)
+    record.shapes = _shapes(parts)
     record.notes["component_stages"] = {name: _summary(sub, classes.get(name)) for name, sub in parts.items()}
     record.reason = record.blockers[0] if record.blockers else None
     record.status = Status.PASS if record.reason is None else kind_info(record.reason.kind).status
@@ -75,6 +76,33 @@ def _numerics(parts: dict[str, ModelRecord]) -> dict[str, Any]:
     over = [name for name, t in tables.items() if "over" in t]
     worst = over[0] if over else max(tables, key=lambda n: parts[n].max_abs_diff or 0.0)
     return {**tables[worst], "component": worst, "components": tables}
+
+
+# A model's shapes verdict is its worst component's: one failing shape fails it, one
+# component that recompiles per shape makes a workload recompile.
+_VERDICTS = ("fails", "static", "symbolic", "not_run")
+
+
+def _shapes(parts: dict[str, ModelRecord]) -> dict[str, Any]:
+    """The shapes findings of a model of several components: the worst component's verdict,
+    the compiles a workload costs summed over them, every component's under ``components``."""
+    tables = {name: sub.shapes for name, sub in parts.items() if sub.shapes}
+    if not tables:
+        return {}
+    verdicts = [t.get("verdict") for t in tables.values() if t.get("verdict") in _VERDICTS]
+    worst = min(verdicts, key=_VERDICTS.index) if verdicts else None
+    out: dict[str, Any] = {"verdict": worst, "components": tables}
+    for key in ("compiles", "recompiles", "workload_compiles"):
+        values = [t[key] for t in tables.values() if isinstance(t.get(key), int)]
+        if values:
+            out[key] = sum(values)
+    lengths = {t.get("workload_lengths") for t in tables.values()} - {None}
+    if lengths:
+        out["workload_lengths"] = max(lengths)
+    failing = next((t for t in tables.values() if t.get("verdict") == "fails"), None)
+    if failing is not None and "failed_at" in failing:
+        out["failed_at"] = failing["failed_at"]
+    return out
 
 
 def _summary(sub: ModelRecord, cls: str | None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from sweeper.devices.base import get_device
 from sweeper.records import HARNESS_ONLY, ModelRecord, Origin, Reason, ReasonKind, Stage, Status
 
 # Stages a control can rerun: load already ran on the CPU, and moving to the CPU is no test.
-CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE)
+CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE, Stage.SHAPES)
 # Failures nobody recognised (raised in model code, or by whatever sweeper called): the control
 # says whose they are, the device's when the CPU passes.
 UNPLACED = frozenset({ReasonKind.MODEL_ERROR, ReasonKind.UNKNOWN, ReasonKind.HARNESS})
@@ -63,10 +63,12 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
         return {"stage": stage.value, "status": Status.ERROR.value, "reason": reason.to_dict(), "backend": None}
     assert cpu.built is not None
     cpu.inputs = dict(cpu.built.inputs)
-    funcs = {Stage.FORWARD: stages.forward, Stage.BACKWARD: stages.backward, Stage.COMPILE: stages.compile_stage}
-    # Compile needs no forward of its own; backward needs the forward's output.
-    ran = [Stage.COMPILE] if stage is Stage.COMPILE else [Stage.FORWARD] + ([Stage.BACKWARD] if stage is Stage.BACKWARD else [])
-    if stage is Stage.COMPILE:
+    funcs = {Stage.FORWARD: stages.forward, Stage.BACKWARD: stages.backward, Stage.COMPILE: stages.compile_stage,
+             Stage.SHAPES: stages.shapes_stage}
+    # Compile and shapes need no forward of their own; backward needs the forward's output.
+    ran = [stage] if stage in (Stage.COMPILE, Stage.SHAPES) else \
+        [Stage.FORWARD] + ([Stage.BACKWARD] if stage is Stage.BACKWARD else [])
+    if stage in (Stage.COMPILE, Stage.SHAPES):
         torch._dynamo.reset()  # nothing the device's compilation cached (graphs, guards) serves the control
     for step in ran:
         torch.manual_seed(SEED)
@@ -76,9 +78,9 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - the control's own failure is its verdict
             reason = dataclasses.replace(classify(exc, stage=step), stage=step.value)
             return {"stage": step.value, "status": Status.FAIL.value, "reason": reason.to_dict(),
-                    "backend": CONTROL_BACKEND if step is Stage.COMPILE else None}
+                    "backend": _backend(step.value)}
     return {"stage": stage.value, "status": Status.PASS.value, "reason": None,
-            "backend": CONTROL_BACKEND if stage is Stage.COMPILE else None}
+            "backend": _backend(stage.value)}
 
 
 def verdict_of(record: ModelRecord, stage: str) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def verdict_of(record: ModelRecord, stage: str) -> dict[str, Any]:
 
 
 def _backend(stage: str) -> str | None:
-    return CONTROL_BACKEND if stage == Stage.COMPILE.value else None
+    return CONTROL_BACKEND if stage in (Stage.COMPILE.value, Stage.SHAPES.value) else None
 
 
 def leaked_device(control: dict[str, Any], device_name: str) -> bool:

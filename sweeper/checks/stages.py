@@ -15,16 +15,17 @@ from typing import Any
 
 import torch
 
-from sweeper.checks import backend_breaks, randomness, selfnoise
+from sweeper.checks import backend_breaks, randomness, selfnoise, shapes
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
 from sweeper.checks.numerics import Diff, Tolerance, compare, compare_grads, format_error, has_nan, seeded, tolerance_for
 from sweeper.checks.reference import Run, cpu_reference, cpu_rerun, first_float, precise_run, scalar_loss
-from sweeper.checks.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
+from sweeper.checks.shape_inputs import moved
 from sweeper.checks.training import mode_context
 from sweeper.devices.base import Device
 from sweeper.devices.precision import Float32Math
+from sweeper.devices.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 from sweeper.libraries import build as build_model
 from sweeper.libraries.transformers import Built
 from sweeper.libraries.transformers.pristine import pristine
@@ -77,6 +78,11 @@ class StageContext:
     # The component this context checks, of a model built as several (a diffusers
     # pipeline's ``Built.components``); None: the model itself.
     part: str | None = None
+    # The shapes stage's inputs and their CPU outputs, made at load while the model is on
+    # the CPU (None: not made, as in a control, which runs the shapes without them).
+    shape_plan: shapes.ShapePlan | None = None
+    # The compile stage's compiled model, whose graphs the shapes stage calls at new shapes.
+    compiled: Any = None
 
 
 def load(ctx: StageContext) -> None:
@@ -102,6 +108,10 @@ def load(ctx: StageContext) -> None:
         drawn = [d.describe() for d in run.draws + (ctx.backward_how or {}).get("draws", [])]
         if drawn:
             _numerics(ctx, "random_ops", _distinct(drawn))
+    if ctx.reference_of is None and "shapes" in wanted:
+        with pristine(ctx.built.model):
+            ctx.shape_plan = shapes.plan_on_cpu(ctx.built.model, ctx.built.inputs, config=ctx.built.config,
+                                                seed=ctx.cfg.materialise.seed)
 
 
 def _backward_reference(ctx: StageContext) -> None:
@@ -157,7 +167,7 @@ def to_device(ctx: StageContext) -> None:
     groups = tied_groups(built.model)
     with swap_params_on_conversion(ctx.cfg.device.retie_weights and bool(groups)):
         built.model.to(ctx.device.torch_device)
-    ctx.inputs = {k: _move(v, ctx.device.torch_device) for k, v in built.inputs.items()}
+    ctx.inputs = {k: moved(v, ctx.device.torch_device) for k, v in built.inputs.items()}
     ctx.device.synchronize()
     broken = broken_groups(built.model, groups)
     if broken:
@@ -453,6 +463,7 @@ def compile_stage(ctx: StageContext) -> None:
     torch._dynamo.reset()
     counters.clear()
     compiled = torch.compile(built.model, backend=backend, fullgraph=whole)
+    ctx.compiled = compiled
     built.model.zero_grad(set_to_none=True)
     capture = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=whole)
     fallbacks: Counter[str] = Counter()
@@ -470,6 +481,13 @@ def compile_stage(ctx: StageContext) -> None:
         ctx.findings["whole_graph"] = whole
 
 
+def shapes_stage(ctx: StageContext) -> None:
+    """The model's inference compiled at other input shapes on the device: recompiles,
+    symbolic shapes, padding to buckets (``checks.shapes``)."""
+    _built(ctx)
+    shapes.run_stage(ctx, ctx.shape_plan)
+
+
 def _numerics(ctx: StageContext, key: str, value: Any) -> None:
     """Record one numerics figure (the record's ``numerics`` field)."""
     if isinstance(value, Diff):
@@ -481,13 +499,3 @@ def _built(ctx: StageContext) -> Built:
     if ctx.built is None:
         raise RuntimeError("stage ran before load")
     return ctx.built
-
-
-def _move(value: Any, device: str) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_move(v, device) for v in value)
-    if isinstance(value, dict):
-        return {k: _move(v, device) for k, v in value.items()}
-    return value

@@ -24,6 +24,11 @@ from sweeper.records import Reason
 from sweeper.settings.errors import UsageError
 from sweeper.settings.plugins import resolve
 
+# The folder under ``out_dir`` (a device's option: the sweep's folder) where a device leaves
+# standalone reproducers. Named here so a device can reach it without the storage layer
+# above it; ``storage.folder`` lists it with the sweep folder's other files.
+REPROS = "repros"
+
 
 @dataclass
 class Recording:
@@ -108,6 +113,17 @@ class Device:
         exact float32 unless it says otherwise (a plugin whose chip reads float32 inputs
         as TF32 overrides this). Numerics allows a device the error its math implies."""
         return strictly(EXACT) if self.options.get("strict_float32") else EXACT
+
+    def accepts_symbolic_shapes(self) -> bool | None:
+        """Whether the device's compiler takes graphs with symbolic shapes, as it declares
+        it: None when it does not say (the shapes stage then tries ``dynamic=True``)."""
+        return None
+
+    @contextlib.contextmanager
+    def new_shapes(self) -> Iterator[None]:
+        """The block recompiles a model's graphs at new input shapes (the shapes stage); a
+        device whose verdict on a graph cannot change with its sizes may spare the work."""
+        yield
 
     def reset_between_models(self) -> None:
         """Clear state one model could leak into the next (caches, counters)."""

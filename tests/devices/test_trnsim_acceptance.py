@@ -28,7 +28,7 @@ def test_common_architectures_pass_every_stage(trnsim, tmp_path, model):
     record = _record(model, str(tmp_path))
     assert record.status is Status.PASS, record.reason
     assert {name: r.status for name, r in record.stages.items()} == {
-        name: Status.PASS for name in ("load", "to_device", "forward", "backward", "compile")}
+        name: Status.PASS for name in ("load", "to_device", "forward", "backward", "compile", "shapes")}
     assert record.compile_problems == []
     assert not (tmp_path / "repros").exists()
 

@@ -29,8 +29,9 @@ Which profile ops survive AOT decompositions, and why:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -67,6 +68,15 @@ _REGISTERED: dict[str, bool] = {}
 # compiler would receive. Cleared by ``reset_lowered``.
 LOWERED: list[tuple[str, str]] = []
 _KEEP_LOWERED = 16
+# Graphs checked and lowered in full for the current model, by their structure without
+# sizes (``_structure``: the nodes, grad mode, the inputs' dtypes and ranks). A static-shape
+# compiler compiles each new shape anew; the simulator's verdict on a graph that differs
+# from a checked one only in its sizes is the one that graph got, so within
+# ``new_shapes()`` (the shapes stage's recompiles) such a graph runs as traced (autograd
+# eagerly, on trnsim) instead of paying the profile checks, AOT autograd and lowering
+# again. Outside it every graph goes the full way. Cleared with ``reset_lowered``.
+_CHECKED_STRUCTURES: set[tuple[Any, ...]] = set()
+_NEW_SHAPES = {"active": False}
 
 
 def trnsim_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -83,6 +93,9 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
     if not profile.allows("dynamic_shapes") and symbolic_inputs(gm, example_inputs):
         _refuse(DynamicShapeError("trnsim compiles static shapes only: the graph has symbolic input shapes "
                                   "(torch.compile(dynamic=True) or automatic dynamic shapes)", feature="dynamic_shapes"))
+    structure = _structure(gm, example_inputs)
+    if _NEW_SHAPES["active"] and structure in _CHECKED_STRUCTURES:
+        return gm.forward
     # A line AOT autograd could not trace in an enclosing frame fails here at once.
     tracefail.refuse_known(gm, example_inputs)
     with phases.phase("scan"):
@@ -103,10 +116,32 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callabl
                            inference_compiler=stage("inference"), decompositions=table)
     with phases.phase("aot"), aotlog.quiet(), tracefail.watching():
         try:
-            return backend(gm, example_inputs)
+            compiled = backend(gm, example_inputs)
         except tracefail.fallback_exceptions() as exc:  # Dynamo breaks the graph and traces nested frames
             tracefail.remember(exc)
             raise
+    _CHECKED_STRUCTURES.add(structure)
+    return compiled
+
+
+def _structure(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """A Dynamo graph as its checks see it, sizes left out: grad mode, the nodes as (kind,
+    target) and each input's dtype and rank (or type). Two shapes of one model whose code
+    takes the same path give the same structure."""
+    inputs = tuple((str(x.dtype), x.dim()) if isinstance(x, torch.Tensor) else type(x).__name__ for x in example_inputs)
+    return torch.is_grad_enabled(), inputs, tuple((node.op, str(node.target)) for node in gm.graph.nodes)
+
+
+@contextlib.contextmanager
+def new_shapes() -> Iterator[None]:
+    """Within the block a graph that differs from one checked for this model only in its
+    sizes runs as traced, with that graph's verdict (the shapes stage's recompiles)."""
+    before = _NEW_SHAPES["active"]
+    _NEW_SHAPES["active"] = True
+    try:
+        yield
+    finally:
+        _NEW_SHAPES["active"] = before
 
 
 def _lower(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
@@ -196,8 +231,9 @@ def _refuse(exc: TrnsimError) -> None:
 
 
 def reset_lowered() -> None:
-    """Forget the StableHLO kept from earlier compilations."""
+    """Forget the StableHLO kept from earlier compilations and the graphs checked."""
     LOWERED.clear()
+    _CHECKED_STRUCTURES.clear()
 
 
 def graph_break_reasons() -> list[str]:

@@ -6,11 +6,11 @@ import contextlib
 import dataclasses
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from sweeper.devices.base import Device, Recording
+from sweeper.devices.base import REPROS, Device, Recording
 from sweeper.devices.precision import Float32Math, strictly
-from sweeper.storage.folder import SweepFolder
 
 
 class TrnsimDevice(Device):
@@ -33,7 +33,7 @@ class TrnsimDevice(Device):
         self.collect_all = bool(options.get("collect_all", False))
         self._profile: Any = None
         out_dir = options.get("out_dir")
-        self.repro_dir: str | None = str(SweepFolder(out_dir).repros) if out_dir else None
+        self.repro_dir: str | None = str(Path(out_dir) / REPROS) if out_dir else None
 
     @property
     def torch_device(self) -> str:
@@ -126,6 +126,21 @@ class TrnsimDevice(Device):
         if self._profile is None:
             self._profile = self._load()
         return self._profile.float32_math
+
+    @contextlib.contextmanager
+    def new_shapes(self) -> Iterator[None]:
+        """A recompile whose graph differs from a checked one only in its sizes runs as
+        traced (``compiler.new_shapes``): the simulator's verdict on it is that graph's."""
+        import sweeper.devices.trnsim.compiler as compiler
+
+        with compiler.new_shapes():
+            yield
+
+    def accepts_symbolic_shapes(self) -> bool:
+        """The profile's ``dynamic_shapes`` feature (off: each new shape compiles anew)."""
+        if self._profile is None:
+            self._profile = self._load()
+        return bool(self._profile.allows("dynamic_shapes"))
 
     def _load(self) -> Any:
         """The profile, its float32 math made exact when strict float32 was asked for."""
