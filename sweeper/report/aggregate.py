@@ -57,14 +57,20 @@ def overview(data: SweepData) -> dict[str, Any]:
     }
 
 
+def in_catalog(models: pd.DataFrame) -> pd.Series:
+    """Models inside every share of the catalog: all but those in a format that is not
+    PyTorch (named apart, never tried: report/formats.py). The Summary, the lowering plan
+    and the breakdowns divide by these alone, so their figures agree."""
+    return models["reason_kind"] != "not_pytorch"
+
+
 def coverage(data: SweepData) -> dict[str, Any] | None:
     """Share of downloads that run end to end; ``None`` when no model has downloads."""
     if not data.has_downloads:
         return None
     m = data.models
     w = weight(m)
-    # Formats that are not PyTorch are outside every denominator (listed apart, report/formats.py).
-    other_format = m["reason_kind"] == "not_pytorch"
+    other_format = ~in_catalog(m)
     total = int(w[~other_format].sum())
     passing = int(w[m["category"] == "pass"].sum())
     tested = int(w[m["category"].isin(TRIED)].sum())
@@ -108,8 +114,10 @@ def stage_summary(data: SweepData) -> pd.DataFrame:
 def breakdown(data: SweepData, column: str) -> pd.DataFrame:
     """Outcomes grouped by a model column (``library_name``, ``model_type``, ``pipeline_tag``),
     most downloaded groups first: models tried on the device (every outcome but environment and
-    skip; a lowering tool's finding is a try), those with a device verdict (pass or device
-    fail, the pass rate's denominator), passes, and those never tried."""
+    skip; a lowering tool's finding is a try), those that pass end to end and their share of
+    the tried (``tried_pass_rate``) and of the group's downloads (``download_share``, over the
+    downloads ``in_catalog`` as the Summary's), those never tried, and those with a device
+    verdict (pass or device fail) with the device pass rate over them alone."""
     m = data.models.assign(
         _group=data.models[column].fillna("(none)").astype(str),
         _w=weight(data.models),
@@ -118,17 +126,20 @@ def breakdown(data: SweepData, column: str) -> pd.DataFrame:
         _tried=~data.models["category"].isin(NOT_TRIED),
     )
     m["_pass_w"] = m["_w"].where(m["_pass"], 0)
+    m["_catalog_w"] = m["_w"].where(in_catalog(m), 0)
     g = m.groupby("_group", sort=True).agg(
         models=("key", "size"),
         tried=("_tried", "sum"),
         tested=("_tested", "sum"),
         passed=("_pass", "sum"),
         downloads=("_w", "sum"),
+        catalog_downloads=("_catalog_w", "sum"),
         passing_downloads=("_pass_w", "sum"),
     )
     g["not_tried"] = g["models"] - g["tried"]
-    g["pass_rate"] = (g["passed"] / g["tested"]).where(g["tested"] > 0)
-    g["download_share"] = (g["passing_downloads"] / g["downloads"]).where(g["downloads"] > 0)
+    g["tried_pass_rate"] = (g["passed"] / g["tried"]).where(g["tried"] > 0)
+    g["device_pass_rate"] = (g["passed"] / g["tested"]).where(g["tested"] > 0)
+    g["download_share"] = (g["passing_downloads"] / g["catalog_downloads"]).where(g["catalog_downloads"] > 0)
     g = g.reset_index().rename(columns={"_group": column})
     return g.sort_values(["downloads", "models", column], ascending=[False, False, True], kind="stable")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.report import aggregate, formats, roadmap
+from sweeper.report import aggregate, formats, lowering_plan, roadmap, shapes
 from sweeper.report.load import SweepData
 from sweeper.report.numerics import numerics
 
@@ -41,6 +41,7 @@ class Analysis:
     numerics: dict[str, Any]
     by_library: pd.DataFrame
     formats: pd.DataFrame  # models in formats that are not PyTorch, per format
+    shapes: shapes.ShapesView | None = None  # None: the sweep did not run the shapes stage
 
     @property
     def weighted(self) -> bool:
@@ -50,8 +51,7 @@ class Analysis:
 
 def analyse(data: SweepData) -> Analysis:
     """Run every aggregation over one sweep."""
-    sigs = roadmap.signatures(data)
-    ops = roadmap.op_ranking(data, sigs)
+    ops = roadmap.op_ranking(data)
     return Analysis(
         data=data,
         overview={**aggregate.overview(data), "harness_models": aggregate.models_with(data, "harness")},
@@ -66,7 +66,7 @@ def analyse(data: SweepData) -> Analysis:
         model=aggregate.blockers_of(data, "model", limit=100),
         builds=aggregate.builds(data),
         op_models=roadmap.models_per_op(data, list(ops["op"].head(roadmap.OPS_WITH_MODELS))),
-        plan=roadmap.greedy_plan(data, sigs),
+        plan=lowering_plan.plan(data),
         fallbacks=aggregate.fallback_table(data),
         breaks=aggregate.graph_break_table(data),
         problems=aggregate.compile_problem_table(data),
@@ -75,6 +75,7 @@ def analyse(data: SweepData) -> Analysis:
         numerics=numerics(data),
         by_library=aggregate.breakdown(data, "library_name"),
         formats=formats.table_of(data),
+        shapes=shapes.shapes_view(data),
     )
 
 
@@ -128,6 +129,7 @@ def summary(a: Analysis) -> dict[str, Any]:
             },
             "plan": a.plan,
         },
+        "shapes": shapes.summary(a.shapes),
         "fallback_ops": records(a.fallbacks),
         "graph_breaks": records(a.breaks),
         "compile_problems": records(a.problems),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.report import formats, tables
+from sweeper.report import formats, lowering_plan, shapes, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
@@ -39,6 +39,13 @@ GRAPH_BREAKS_INTRO = (
     "What broke compiled graphs, by cause, the one breaking the most models first. Compile runs as a user's "
     "`torch.compile` does: the op at a break runs eagerly on the device, and a model that compiles with breaks "
     "passes (*passing*); `--whole-graph` asks for one graph instead."
+)
+BREAKDOWN_INTRO = (
+    "*Passing end to end*: models that pass every stage; the *end-to-end pass rate* divides them by the models "
+    "tried, and *downloads passing* is their share of the group's downloads (formats that are not PyTorch left out, "
+    "as in the Summary). The *device pass rate* counts device verdicts only (a pass, or a failure the device causes): "
+    "a model the lowering tool, the harness or the model itself stops is outside it. The tables by model type and "
+    "by task read the same."
 )
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
@@ -170,11 +177,12 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         # Without download counts the ranking is by models blocked.
         ROADMAP_INTRO.format(measure="downloads" if w else "number"),
         tables.roadmap_ops(a.ops, weighted=w, link=link),
+        *([line] if (line := shapes.roadmap_line(a.shapes)) else []),
         "### Models per op",
         "For the top ops, the models each one blocks and what else blocks them.",
         tables.op_models(a.op_models, weighted=w, link=link),
         "### Lowering plan",
-        tables.greedy(a.plan),
+        lowering_plan.render(a.plan),
         "## Feature gaps",
         "Device-origin blockers that are no op to lower (dynamic shapes, dtypes, sparse and nested tensors, forward AD, "
         "numerics), ranked like the ops.",
@@ -202,9 +210,12 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         tables.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
         "## Numerics",
         tables.numerics(a.numerics, weighted=w, link=link),
+        "## Shapes",
+        shapes.render(a.shapes, link=link),
         "## By library",
         "Every library's models: those the sweep drives, those it does not (their records say why), and the "
         "formats named apart; the roadmap, fallbacks and graph breaks above cover them all.",
+        BREAKDOWN_INTRO,
         tables.breakdown(a.by_library, "library_name", weighted=w),
         "## By model type",
         tables.breakdown(a.by_model_type, "model_type", weighted=w),

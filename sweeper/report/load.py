@@ -23,6 +23,8 @@ import pandas as pd
 from sweeper.checks.classify import graph_break_cause
 from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, StageResult, Status
 from sweeper.redact import env_secrets, redact_obj
+from sweeper.report.shape_fields import COLUMNS as SHAPE_COLUMNS
+from sweeper.report.shape_fields import shape_columns
 from sweeper.settings.errors import UsageError
 from sweeper.storage.folder import SweepFolder
 from sweeper.storage.sweep_meta import SweepMeta
@@ -47,7 +49,7 @@ MODEL_COLUMNS = [
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
-    "numerics_over", "within_noise", "within_precision", "precision",
+    "numerics_over", "within_noise", "within_precision", "precision", *SHAPE_COLUMNS,
 ]  # fmt: skip
 
 
@@ -223,7 +225,8 @@ def build(entries: list[Entry], *, meta: SweepMeta | None = None, skipped_lines:
 
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
           "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
-          "nondeterministic_diff": "float64", "within_noise": "bool", "within_precision": "bool"}  # fmt: skip
+          "nondeterministic_diff": "float64", "within_noise": "bool", "within_precision": "bool",
+          "shapes_workload_compiles": "Int64", "shapes_graphs_per_shape": "Int64"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -292,6 +295,7 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         _part(record, "within_noise").get("within") is True,
         _within_precision(record),
         _precision(record),
+        *shape_columns(record.shapes),
     )
 
 

@@ -162,6 +162,7 @@ def model_columns(data: SweepData, s: Strings) -> dict[str, Any]:
         "device": s.column(m["device"]),
         "seconds": [round(v, 2) if v == v else None for v in m["seconds"].tolist()],
         "diff": [None if pd.isna(v) else float(f"{v:.3g}") for v in m["max_abs_diff"].tolist()],
+        "shapes": s.column(m["shapes_text"]),
     }
 
 

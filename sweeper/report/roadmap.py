@@ -2,7 +2,8 @@
 
 Only device-origin blockers count: a lowering-tool failure, our harness's or the model's
 own are listed elsewhere, and a model they block can never be freed by lowering an op.
-Feature gaps of the device (dynamic shapes, dtypes, sparse, ...) are ranked apart.
+Feature gaps of the device (dynamic shapes, dtypes, sparse, ...) are ranked apart. The
+plan that orders fixes of the device and the lowering tool together is ``lowering_plan``.
 
 A failing model's remaining blockers are its ``blockers`` (or its first ``reason``). An
 op blocks a model when any blocker names it; lowering the op alone makes the model pass
@@ -14,14 +15,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
 from sweeper.report.aggregate import grouped, ranked, weight
 from sweeper.report.load import SweepData
 
-PLAN_STEPS = 15
 OPS_WITH_MODELS = 10  # top ops whose blocked models are listed
 MODELS_PER_OP = 50
 
@@ -133,53 +132,3 @@ def models_per_op(data: SweepData, ops: list[str], limit: int = MODELS_PER_OP) -
         frame = top.assign(other_ops=other_ops, other_reasons=other_reasons)
         out[str(op)] = (frame[["model_id", "downloads", "other_ops", "other_reasons"]], len(group))
     return {op: out[op] for op in ops if op in out}
-
-
-def greedy_plan(data: SweepData, sigs: list[Signature] | None = None, max_steps: int = PLAN_STEPS) -> dict[str, Any]:
-    """Lower ops one at a time, each step taking the op that frees the most downloads
-    (ties, and steps that free nothing yet, go to the op with most of the blocked weight
-    shared among each model's remaining ops). Coverage is of the whole catalog."""
-    m = data.models
-    weighted = data.has_downloads
-    total = int(weight(m).sum()) if weighted else len(m)
-    covered = int(weight(m)[m["category"] == "pass"].sum()) if weighted else int((m["category"] == "pass").sum())
-    remaining = [s for s in (signatures(data) if sigs is None else sigs) if not s.other]
-    ceiling = covered + sum(s.weight for s in remaining)
-    start = covered
-    lowered: set[str] = set()
-    steps = []
-    while remaining and len(steps) < max_steps:
-        op = _best_op(remaining, lowered)
-        lowered.add(op)
-        freed = [s for s in remaining if s.ops <= lowered]
-        remaining = [s for s in remaining if not s.ops <= lowered]
-        covered += sum(s.weight for s in freed)
-        steps.append(
-            {
-                "step": len(steps) + 1,
-                "op": op,
-                "models_freed": sum(s.models for s in freed),
-                "weight_freed": sum(s.weight for s in freed),
-                "coverage": covered / total if total else None,
-            }
-        )
-    return {
-        "weighted": weighted,
-        "total": total,
-        "start": start / total if total else None,
-        "ceiling": ceiling / total if total else None,
-        "steps": steps,
-    }
-
-
-def _best_op(remaining: list[Signature], lowered: set[str]) -> str:
-    freed: dict[str, int] = defaultdict(int)
-    share: dict[str, float] = defaultdict(float)
-    for sig in remaining:
-        left = sig.ops - lowered
-        if len(left) == 1:
-            (op,) = left
-            freed[op] += sig.weight
-        for op in left:
-            share[op] += sig.weight / len(left)
-    return min(share, key=lambda op: (-freed.get(op, 0), -share[op], op))

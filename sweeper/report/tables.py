@@ -1,4 +1,4 @@
-"""The report's tables: roadmap, lowering plan, reasons, findings, fallbacks, numerics,
+"""The report's tables: roadmap, reasons, findings, fallbacks, numerics,
 breakdowns, failing models.
 
 Each function takes aggregated frames and returns one section's Markdown body; every
@@ -36,7 +36,9 @@ MESSAGE_CHARS = 120
 
 RIGHT = {"#", "k", "rank", "models", "distinct builds", "max abs difference", "models blocked", "downloads blocked", "only blocker of", "downloads freed",
          "downloads", "calls", "tested", "tried", "device verdicts", "pass", "pass rate", "not tested", "not tried",
-         "downloads passing", "passing"}  # fmt: skip
+         "downloads passing", "passing", "passing end to end", "end-to-end pass rate",
+         "device pass rate (device verdicts only)", "models freed", "models freed in all", "downloads freed in all",
+         "coverage after"}  # fmt: skip
 
 
 def align_for(headers: Sequence[str]) -> str:
@@ -49,14 +51,14 @@ def examples(ids: Sequence[str], link: bool) -> str:
     return ", ".join(model_link(i, link=link) for i in ids)
 
 
-def long_table(headers: list[str], rows: list[list[Any]], what: str) -> str:
-    """A table whose rows past ``SHOWN`` collapse into a details block."""
+def long_table(headers: list[str], rows: list[list[Any]], what: str, *, shown: int = SHOWN) -> str:
+    """A table whose rows past ``shown`` collapse into a details block."""
     if not rows:
         return f"_No {what}._"
     align = align_for(headers)
-    text = table(headers, rows[:SHOWN], align)
-    if len(rows) > SHOWN:
-        text += "\n\n" + details(f"{num(len(rows) - SHOWN)} more {what}", table(headers, rows[SHOWN:], align))
+    text = table(headers, rows[:shown], align)
+    if len(rows) > shown:
+        text += "\n\n" + details(f"{num(len(rows) - shown)} more {what}", table(headers, rows[shown:], align))
     return text
 
 
@@ -104,24 +106,6 @@ def op_models(per_op: dict[str, tuple[pd.DataFrame, int]], *, weighted: bool, li
         summary = f"{num(total)} model{'s' if total != 1 else ''} blocked by <code>{html.escape(op)}</code>"
         blocks.append(details(summary, table(headers, rows, align_for(headers)) + more))
     return "\n\n".join(blocks) if blocks else "_No ops._"
-
-
-def greedy(plan: dict[str, Any]) -> str:
-    """The "lower these k ops to reach Y%" list."""
-    if not plan["steps"]:
-        return "_No set of ops alone would make another model pass._"
-    unit = "downloads" if plan["weighted"] else "models"
-    head = (
-        f"Lower these ops in this order (each step takes the op that makes the most {unit} pass). Today "
-        f"{pct(plan['start'])} of the catalog's {unit} pass end to end; lowering every blocking op would reach "
-        f"at most {pct(plan['ceiling'])}, as models with other blockers (dtypes, numerics, crashes) still fail."
-    )
-    headers = ["k", "lower", "models that then pass", f"{unit} freed", "coverage after"]
-    rows = [
-        [s["step"], code(s["op"]), num(s["models_freed"]), compact(s["weight_freed"]), pct(s["coverage"])]
-        for s in plan["steps"]
-    ]
-    return head + "\n\n" + table(headers, rows, "rlrrr")
 
 
 def reasons(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
@@ -221,12 +205,15 @@ def graph_breaks(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
 
 
 def breakdown(frame: pd.DataFrame, column: str, *, weighted: bool) -> str:
-    """Outcomes per model type or task."""
-    headers = [column, "models", "tried", "device verdicts", "pass", "pass rate", "not tried", "downloads", "downloads passing"]
+    """Outcomes per library, model type or task: end-to-end figures first, then the device
+    pass rate over device verdicts alone."""
+    headers = [column, "models", "tried", "passing end to end", "end-to-end pass rate", "downloads",
+               "downloads passing", "not tried", "device verdicts", "device pass rate (device verdicts only)"]  # fmt: skip
 
     def cells(r: Any) -> list[Any]:
-        return [md(getattr(r, column)), num(r.models), num(r.tried), num(r.tested), num(r.passed), pct(r.pass_rate),
-                num(r.not_tried), compact(r.downloads), pct(r.download_share)]  # fmt: skip
+        return [md(getattr(r, column)), num(r.models), num(r.tried), num(r.passed), pct(r.tried_pass_rate),
+                compact(r.downloads), pct(r.download_share), num(r.not_tried), num(r.tested),
+                pct(r.device_pass_rate)]  # fmt: skip
 
     keep = _dl(weighted, headers)
     return long_table(keep, _rows(frame, cells, headers, keep), "groups")

@@ -27,4 +27,7 @@ def test_not_pytorch_formats_are_listed_apart_and_outside_the_coverage_denominat
     section = text.split("## Not PyTorch formats", 1)[1].split("##", 1)[0]
     assert "| `gguf` | 1 | 600 | 60.0% | org/model-GGUF |" in section
     libraries = text.split("## By library", 1)[1].split("## By model type", 1)[0]
-    assert "| timm | 1 | 1 | 1 | 1 | 100.0% |" in libraries and "| transformers | 1 | 1 | 1 | 1 | 100.0% |" in libraries
+    assert "| timm | 1 | 1 | 1 | 100.0% | 100 | 100.0% |" in libraries
+    assert "| transformers | 1 | 1 | 1 | 100.0% | 300 | 100.0% |" in libraries
+    # The GGUF repo is named with its downloads, but no share of them: never tried, outside the total.
+    assert "| gguf | 1 | 0 | 0 | — | 600 | — | 1 | 0 | — |" in libraries

@@ -68,8 +68,9 @@ def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
     assert "| [org/up](https://huggingface.co/org/up) | 2.0k | none: lowering it makes this model pass |" in per_op
     assert "| [org/lstm-dtype](https://huggingface.co/org/lstm-dtype) | 1.0k | unsupported\\_dtype |" in per_op
     plan = roadmap[roadmap.index("### Lowering plan") :]
-    assert "| 1 | `aten::upsample_bilinear2d` | 1 | 2.0k | 33.3% |" in plan
-    assert "| 2 | `aten::_thnn_fused_lstm_cell` | 1 | 1.5k | 40.8% |" in plan
+    assert "| 1 | `aten::upsample_bilinear2d` (+ backward) | device | 1 | 2.0k | 1 | 2.0k | 33.3% |" in plan
+    assert "| 2 | `aten::_thnn_fused_lstm_cell` (+ backward) | device | 1 | 1.5k | 2 | 3.5k | 40.8% |" in plan
+    assert "today 23.4% run end to end" in plan  # the Summary's figure, over the same downloads
     assert "would reach at most 40.8%" in plan
 
 
@@ -77,8 +78,8 @@ def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     assert "| `aten::nonzero` | 1 | 700 | 4 | [org/pass-b](https://huggingface.co/org/pass-b) |" in text
     assert "| data-dependent op nonzero | 1 | 0 | 100 |" in section(text, "Graph breaks")
-    assert "| vit | 1 | 1 | 1 | 0 | 0.0% | 0 | 2.0k | 0.0% |" in section(text, "By model type")
-    assert "| image-classification | 1 | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
+    assert "| vit | 1 | 1 | 0 | 0.0% | 2.0k | 0.0% | 0 | 1 | 0.0% |" in section(text, "By model type")
+    assert "| image-classification | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
 
 
 def test_model_table_marks_stages_and_repro(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_model_table_marks_stages_and_repro(tmp_path: Path) -> None:
     assert "[records.parquet](records.parquet)" in models
     assert "org/pass-a" not in models and "org/gated" not in models  # failures only
     row = next(line for line in models.splitlines() if "org/up-lstm" in line and line.startswith("| 3 "))
-    assert "| ✅ | ✅ | ❌ | ⛔ | ⛔ | fail |" in row
+    assert "| ✅ | ✅ | ❌ | ⛔ | ⛔ | ⛔ | fail |" in row  # load, to_device, forward, backward, compile, shapes
     assert row.endswith("| `sweep one org/up-lstm --device trnsim --weights tiny` |")
 
 

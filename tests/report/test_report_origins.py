@@ -53,6 +53,11 @@ def test_the_breakdowns_count_a_lowering_tool_finding_as_tried_not_as_a_device_v
     out = write_sweep(tmp_path / "out", origin_records())
     text = write_report(out, charts=False).read_text()
     library = text.split("## By library", 1)[1].split("\n## ", 1)[0]
-    assert "| library_name | models | tried | device verdicts | pass | pass rate | not tried |" in library
-    # 6 models: 5 reached the device (pass, device, tool, harness, model), 2 device verdicts, 1 gated.
-    assert "| transformers | 6 | 5 | 2 | 1 | 50.0% | 1 |" in library
+    header = (
+        "| library_name | models | tried | passing end to end | end-to-end pass rate | downloads | downloads passing "
+        "| not tried | device verdicts | device pass rate (device verdicts only) |"
+    )
+    assert header in library
+    # 6 models: 5 reached the device (pass, device, tool, harness, model), 1 of them passes end to end,
+    # 1,000 of 3,100 downloads; 2 device verdicts (pass, device) give the device pass rate; 1 gated.
+    assert "| transformers | 6 | 5 | 1 | 20.0% | 3.1k | 32.3% | 1 | 2 | 50.0% |" in library

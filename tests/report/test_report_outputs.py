@@ -63,7 +63,7 @@ def test_summary_parquet_and_charts(tmp_path: Path) -> None:
     assert summary["roadmap"]["ops"][0]["op"] == "aten::upsample_bilinear2d"
     lstm = summary["roadmap"]["models_per_op"]["aten::_thnn_fused_lstm_cell"]
     assert lstm["models"] == 2 and [m["model_id"] for m in lstm["top"]] == ["org/up-lstm", "org/lstm-dtype"]
-    assert [s["op"] for s in summary["roadmap"]["plan"]["steps"]] == [
+    assert [s["item"] for s in summary["roadmap"]["plan"]["steps"]] == [
         "aten::upsample_bilinear2d",
         "aten::_thnn_fused_lstm_cell",
     ]

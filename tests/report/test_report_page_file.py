@@ -50,7 +50,7 @@ def test_page_is_self_contained_and_holds_every_model(tmp_path: Path) -> None:
     assert data["rows"]["id"][-1] == EVIL and len(data["rows"]["id"]) == 10
     strings = data["strings"]
     row = data["rows"]["id"].index("org/up-lstm")
-    assert data["rows"]["stages"][row] == "ppfbb"
+    assert data["rows"]["stages"][row] == "ppfbbb"
     assert strings[data["rows"]["origin"][row]] == "device"
     assert strings[data["rows"]["repro"][row]] == "sweep one \x00 --device trnsim --weights tiny"
     gated = data["rows"]["id"].index("org/gated")
@@ -109,4 +109,4 @@ def test_crash_timeout_and_oom_stages_have_their_own_marks(tmp_path: Path) -> No
         records.append(record(f"org/{how}", rank, 10, status, blockers=[why], notes={"stage": "backward"}))
     data = data_of(page_of(tmp_path, records))
     marks = dict(zip(data["rows"]["id"], data["rows"]["stages"]))
-    assert marks == {"org/crash": "pppcb", "org/timeout": "ppptb", "org/oom": "pppob"}
+    assert marks == {"org/crash": "pppcbb", "org/timeout": "ppptbb", "org/oom": "pppobb"}

@@ -85,7 +85,7 @@
     { name: "task", w: "minmax(70px, 0.8fr)", text: (i) => S[R.task[i]], key: (i) => S[R.task[i]], str: true },
     { name: "model_type", w: "minmax(70px, 0.6fr)", text: (i) => S[R.model_type[i]], key: (i) => S[R.model_type[i]], str: true },
   ];
-  D.stages.forEach((st, k) => cols.push({ name: st, w: "minmax(74px, 0.3fr)", cls: "mark", mark: k,
+  D.stages.forEach((st, k) => cols.push({ name: st, w: "minmax(62px, 0.25fr)", cls: "mark", mark: k,
     text: (i) => MARK[R.stages[i][k] || "-"], key: (i) => "pfctobs-".indexOf(R.stages[i][k] || "-"), title: st }));
   cols.push({ name: "status", w: "70px", text: (i) => S[R.status[i]], key: (i) => S[R.status[i]], str: true, st: true });
   if (R.change) cols.push({ name: "change", w: "84px", text: (i) => S[R.change[i]], key: (i) => S[R.change[i]], str: true, ch: true });
@@ -184,7 +184,7 @@
       ["task", S[R.task[i]]], ["model_type", S[R.model_type[i]]], ["architecture", S[R.arch[i]]], ["library", S[R.library[i]]],
       ["status", S[R.status[i]]], ["category", S[R.category[i]]], ["origin", S[R.origin[i]]],
       ["change", R.change ? S[R.change[i]] : ""], ["device", S[R.device[i]]], ["weights", S[R.weights[i]]], ["dtype", S[R.dtype[i]]],
-      ["seconds", R.seconds[i]], ["max |device − cpu|", R.diff[i]]]));
+      ["seconds", R.seconds[i]], ["max |device − cpu|", R.diff[i]], ["shapes", R.shapes ? S[R.shapes[i]] : ""]]));
     body.append(el("h3", "Stages"), dl(D.stages.map((st, k) => [st, MARK_WORD[R.stages[i][k] || "-"]])));
     const b = R.blockers[i], blockers = [];
     for (let j = 0; j < b.length; j += BLK) {
