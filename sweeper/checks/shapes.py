@@ -8,7 +8,7 @@ longer sequence and one more row (``shape_inputs``) and records:
 
 - the graphs compiled at each shape and Dynamo's reason for each recompile (the guard that
   failed: which input, which dimension), the seconds per shape and the outputs against the
-  CPU's at each shape. The compile stage's compiled model is called again, as it ran
+  CPU's at each new shape (the compile stage compared its own). The compile stage's compiled model is called again, as it ran
   (its inputs, grad enabled), so its graphs serve the first shape and each new shape is a
   recompile of what a user compiled;
 - whether the device takes one symbolic-shape graph for every shape (``dynamic=True``),
@@ -20,7 +20,7 @@ longer sequence and one more row (``shape_inputs``) and records:
 - padding to buckets, for models with an attention mask: the real positions' outputs of
   the right-padded input against the unpadded run's, on the device (eager, as the padded
   input is what the device then runs). A difference is the device's only when the CPU's
-  own padded run agrees with its unpadded one; otherwise the model's masking does it, and
+  own padded run (a CPU copy of the model, made only then) agrees with its unpadded one; otherwise the model's masking does it, and
   the record says so without failing the model on the device's account.
 """
 
@@ -37,7 +37,7 @@ import torch
 
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
-from sweeper.checks.numerics import compare, seeded, tolerance_for
+from sweeper.checks.numerics import compare, cpu_twin, seeded, tolerance_for
 from sweeper.checks.shape_inputs import PaddingPair, ShapeRun, moved, padding_pair, shape_runs
 from sweeper.settings.errors import NumericsError
 
@@ -49,42 +49,39 @@ _INPUT_NAME = re.compile(r"\[['\"]([^'\"]+)['\"]\]$")
 
 @dataclass
 class ShapePlan:
-    """What the stage runs, made on the CPU before the model moves: the shapes, their CPU
-    outputs (name, tensor), the padding pair and its CPU outputs, and the shapes left out
-    because the CPU cannot run them either (with why)."""
+    """What the stage runs, made on the CPU before the model moves: the shapes, the CPU
+    outputs (name, tensor) of the shapes past the compile stage's, the padding pair, and
+    the shapes left out because the CPU cannot run them either (with why)."""
 
     runs: list[ShapeRun]
     references: dict[str, tuple[str, torch.Tensor] | None] = field(default_factory=dict)
     pair: PaddingPair | None = None
-    pair_references: tuple[tuple[str, torch.Tensor] | None, tuple[str, torch.Tensor] | None] | None = None
     left_out: dict[str, str] = field(default_factory=dict)
 
 
 def plan_on_cpu(model: torch.nn.Module, inputs: dict[str, Any], *, config: Any, seed: int,
                 with_references: bool = True) -> ShapePlan:
-    """The shapes to run and, with ``with_references``, their CPU outputs (the model still
-    on the CPU). A shape the CPU cannot run is left out, so a shape the device fails at is
-    one the model runs."""
+    """The shapes to run and, with ``with_references``, the CPU outputs of those past the
+    compile stage's (the model still on the CPU). A shape the CPU cannot run is left out,
+    so a shape the device fails at is one the model runs. The compile stage's shape takes
+    no run of its own (the compile stage compared it with the CPU, and the load stage ran
+    the model at it), nor does the padding pair: its CPU run is made only when the device's
+    pair differs (``_padding``), which few do."""
     runs = shape_runs(inputs, config)
     pair = padding_pair(inputs, pad_token_id=_pad_token(config))
     if not with_references:
         return ShapePlan(runs, pair=pair)
     plan = ShapePlan([], pair=pair)
     for run in runs:
+        if run.label == "compile":
+            plan.runs.append(run)
+            continue
         try:
             plan.references[run.label] = _eager(model, run.inputs, seed=seed)
         except Exception as exc:  # noqa: BLE001 - the CPU's own failure: not a shape to put to the device
             plan.left_out[run.label] = _why(exc)
-            if run.label == "compile":
-                return ShapePlan([], left_out=plan.left_out)
             continue
         plan.runs.append(run)
-    if pair is not None:
-        try:
-            plan.pair_references = (_eager(model, pair.unpadded, seed=seed), _eager(model, pair.padded, seed=seed))
-        except Exception as exc:  # noqa: BLE001 - padding the CPU cannot run is not checked on the device
-            plan.left_out["padding"] = _why(exc)
-            plan.pair = None
     return plan
 
 
@@ -200,8 +197,14 @@ def _padding(ctx: Any, plan: ShapePlan) -> dict[str, Any]:
     seed = ctx.cfg.materialise.seed
     dev = ctx.device.torch_device
 
-    unpadded = _eager(ctx.built.model, moved(pair.unpadded, dev), seed=seed)
-    padded = _eager(ctx.built.model, moved(pair.padded, dev), seed=seed)
+    try:
+        unpadded = _eager(ctx.built.model, moved(pair.unpadded, dev), seed=seed)
+        padded = _eager(ctx.built.model, moved(pair.padded, dev), seed=seed)
+    except Exception:
+        why = _cpu_cannot_pad(ctx, pair, seed)
+        if why is None:
+            raise  # the CPU runs the pair: the device's failure
+        return {"status": "not_checked", "why": why}
     found: dict[str, Any] = {"bucket": pair.bucket, "real": pair.real}
     gap = _real_gap(unpadded, padded, pair, ctx)
     if gap is None:
@@ -209,9 +212,12 @@ def _padding(ctx: Any, plan: ShapePlan) -> dict[str, Any]:
     found.update(output=gap[0], max_abs=gap[1].max_abs, max_rel=gap[1].max_rel)
     if gap[1].within:
         return {**found, "status": "pass"}
-    if plan.pair_references is None:
-        return {**found, "status": "fail", "origin": None, "why": "no CPU run to tell whose the difference is"}
-    cpu = _real_gap(*plan.pair_references, pair, ctx)
+    # Whose the difference is: the same pair on a CPU copy of the model as it stands now.
+    try:
+        twin = cpu_twin(ctx.built.model)
+        cpu = _real_gap(_eager(twin, pair.unpadded, seed=seed), _eager(twin, pair.padded, seed=seed), pair, ctx)
+    except Exception as exc:  # noqa: BLE001 - no CPU run, no origin
+        return {**found, "status": "fail", "origin": None, "why": f"no CPU run to tell whose the difference is ({_why(exc)})"}
     if cpu is not None and not cpu[1].within:
         return {**found, "status": "fail", "origin": "model", "cpu_max_abs": cpu[1].max_abs,
                 "why": "the CPU's padded run differs from its unpadded one too: the model's masking"}
@@ -220,6 +226,17 @@ def _padding(ctx: Any, plan: ShapePlan) -> dict[str, Any]:
     raise NumericsError(f"padding to a bucket of {pair.bucket} changes the {gap[0]} of the {pair.real} real positions "
                         f"on the device (max |padded - unpadded| = {gap[1].max_abs:.3g}); the CPU's padded run "
                         "agrees with its unpadded one")
+
+
+def _cpu_cannot_pad(ctx: Any, pair: PaddingPair, seed: int) -> str | None:
+    """Why a CPU copy of the model cannot run the padding pair either, or None when it can."""
+    try:
+        twin = cpu_twin(ctx.built.model)
+        _eager(twin, pair.unpadded, seed=seed)
+        _eager(twin, pair.padded, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - the model's own failure: padding is not checked
+        return _why(exc)
+    return None
 
 
 def _real_gap(unpadded: tuple[str, torch.Tensor] | None, padded: tuple[str, torch.Tensor] | None,

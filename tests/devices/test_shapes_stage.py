@@ -72,7 +72,8 @@ def test_a_text_model_recompiles_for_each_new_shape_on_a_static_device_with_dyna
     assert "size mismatch" in longer["guard"]
     assert found["symbolic"]["status"] == "declared_static"
     assert found["verdict"] == "static" and found["workload_compiles"] == 8
-    assert all(s["within"] for s in found["shapes"])  # the same answers as the CPU at every shape
+    # The same answers as the CPU at every new shape (the compile stage compared its own).
+    assert all(s["within"] for s in found["shapes"][1:]) and "within" not in found["shapes"][0]
     assert found["padding"]["status"] == "pass" and found["padding"]["output"] == "logits"
 
 
