@@ -2,7 +2,7 @@
 
     python benchmarks/compare_records.py OLD NEW        # sweep folders or records.jsonl files
 
-Left out: timings (every ``seconds``, timings inside messages such as ``after 3.1s``),
+Left out: timings (every ``seconds``, ``compile_phases``, timings inside messages such as ``after 3.1s``),
 ``sweep_id``, ``peak_memory_bytes``, the check ``fingerprint`` (it hashes sweeper's own
 source, so any code change moves it), timestamps, object addresses in messages (``at
 0x7f...``), integers of 12 digits or more in messages (uninitialised dimensions Torch-MLIR
@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-IGNORED_KEYS = frozenset({"seconds", "sweep_id", "peak_memory_bytes", "fingerprint", "started", "ended", "timestamp"})
+IGNORED_KEYS = frozenset({"seconds", "sweep_id", "peak_memory_bytes", "fingerprint", "started", "ended", "timestamp",
+                          "compile_phases"})
 # "after 3.1s", "in 0.42 s", "12.3 s": timings inside messages.
 TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|seconds)\b")
 ADDRESS = re.compile(r"\b0x[0-9a-f]{6,}\b")

@@ -320,6 +320,9 @@ class ModelRecord:
     # The shapes stage's findings: graphs and recompiles per input shape, symbolic shapes,
     # the compiles a workload of varying lengths costs, padding to buckets (``checks.shapes``).
     shapes: dict[str, Any] = field(default_factory=dict)
+    # Compile seconds by stage ({"compile": {"dynamo", "aot_autograd", "backend", device
+    # phases}}): Dynamo's and AOT autograd's share is the floor (``checks.compile_time``).
+    compile_phases: dict[str, dict[str, float]] = field(default_factory=dict)
     # What the CPU control did for a model that failed on the device: the failing stage
     # rerun on the CPU with the same built model and inputs (stage, status, reason).
     control: dict[str, Any] | None = None

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sweeper.checks import components, control, origins, part_memo, stages
+from sweeper.checks import compile_time, components, control, origins, part_memo, stages
 from sweeper.checks.classify import classify
 from sweeper.checks.repro import repro_command
 from sweeper.checks.versions import versions
@@ -258,11 +258,14 @@ def _run_one(
     started = time.perf_counter()
     recording = Recording()
     raised: Reason | None = None
+    compiled: dict[str, float] = {}
     try:
-        with device.recording() as recording:
+        with compile_time.measured(device) as compiled, device.recording() as recording:
             STAGE_FUNCS[stage](ctx)
     except Exception as exc:
         raised = dataclasses.replace(classify(exc, stage=stage), stage=stage.value)
+    if compiled:
+        record.compile_phases[stage.value] = compiled
     _merge_recording(record, recording)
     found = [dataclasses.replace(r, stage=r.stage or stage.value) for r in recording.blockers]
     if raised is not None:

@@ -40,6 +40,10 @@ def merge(record: ModelRecord, parts: dict[str, ModelRecord], *, classes: dict[s
             record.fallback_ops[op] = record.fallback_ops.get(op, 0) + count
         record.compile_problems.extend(f"{name}: {p}" for p in sub.compile_problems if f"{name}: {p}" not in record.compile_problems)
         record.graph_breaks += sub.graph_breaks
+        for stage, phases in sub.compile_phases.items():  # the model's compiles are its components'
+            into = record.compile_phases.setdefault(stage, {})
+            for phase, seconds in phases.items():
+                into[phase] = round(into.get(phase, 0.0) + seconds, 3)
         record.graph_break_reasons.extend(r for r in sub.graph_break_reasons if r not in record.graph_break_reasons)
         if sub.control is not None and record.control is None:
             record.control = {**sub.control, "component": name}

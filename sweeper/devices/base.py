@@ -125,6 +125,12 @@ class Device:
         device whose verdict on a graph cannot change with its sizes may spare the work."""
         yield
 
+    def compile_phases(self) -> dict[str, float]:
+        """Seconds the device's compiler has spent so far in this process, by phase, as it
+        keeps them (empty when it keeps none; ``checks.compile_time`` takes differences).
+        A phase named ``aot`` is AOT autograd's own tracing inside the backend."""
+        return {}
+
     def reset_between_models(self) -> None:
         """Clear state one model could leak into the next (caches, counters)."""
 

@@ -151,6 +151,19 @@ class TrnsimDevice(Device):
             profile = dataclasses.replace(profile, float32_math=strictly(profile.float32_math))
         return profile
 
+    def compile_phases(self) -> dict[str, float]:
+        """The simulator's compile phases so far (``trnsim.phases``, wall seconds):
+        ``aot`` (AOT autograd's own tracing), ``scan`` (the op scan), ``lowering``
+        (Torch-MLIR in its children and the parent's work around them) and ``checks``
+        (the backend's own profile checks)."""
+        import sweeper.devices.trnsim.phases as phases
+
+        grouped: dict[str, float] = {}
+        for name, spent in phases.snapshot().items():
+            group = _PHASE_GROUPS.get(name, "lowering" if name.startswith("lower.") else name)
+            grouped[group] = grouped.get(group, 0.0) + spent.wall
+        return grouped
+
     def reset_between_models(self) -> None:
         """Drop compiled graphs and free the last model's memory."""
         import torch
@@ -162,6 +175,11 @@ class TrnsimDevice(Device):
         compiler.reset_lowered()
         tracefail.forget()
         gc.collect()
+
+
+# trnsim's phases (``trnsim.phases``) as the record names them.
+_PHASE_GROUPS = {"backend": "checks", "cache": "lowering", "prepare": "lowering", "isolate": "lowering",
+                 "import_mlir": "lowering"}
 
 
 def _copy(rec: Any, seen: Recording) -> None:
