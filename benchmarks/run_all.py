@@ -30,7 +30,7 @@ BENCHMARKS: dict[str, list[str]] = {
 }
 # Scripts that read a sweep's records instead of measuring (run them on a sweep's output):
 # ``make bench`` has nothing to give them.
-RECORD_TOOLS = frozenset({"compare_records", "check_order", "numerics_verdicts", "reference_gradients"})
+RECORD_TOOLS = frozenset({"compare_records", "check_order", "floor", "numerics_verdicts", "reference_gradients"})
 
 
 def main(names: list[str]) -> int:
