@@ -82,9 +82,3 @@ def measured(device: Any) -> Iterator[dict[str, float]]:
                 if out[name] == 0 and name not in ("dynamo", "aot_autograd", "backend"):
                     del out[name]  # a device phase this stage did not reach
 
-
-def floor_seconds(phases: dict[str, Any]) -> float:
-    """The floor of one record's compile phases (by stage): Dynamo's and AOT autograd's
-    seconds summed over its stages."""
-    return float(sum(float(stage.get(k) or 0.0) for stage in phases.values() if isinstance(stage, dict)
-                     for k in FLOOR))

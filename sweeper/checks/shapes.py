@@ -8,9 +8,9 @@ longer sequence and one more row (``shape_inputs``) and records:
 
 - the graphs compiled at each shape and Dynamo's reason for each recompile (the guard that
   failed: which input, which dimension), the seconds per shape and the outputs against the
-  CPU's at each new shape (the compile stage compared its own). The compile stage's compiled model is called again, as it ran
-  (its inputs, grad enabled), so its graphs serve the first shape and each new shape is a
-  recompile of what a user compiled;
+  CPU's at each new shape (the compile stage compared its own). The compile stage's
+  compiled model is called again, as it ran (its inputs, grad enabled), so its graphs
+  serve the first shape and each new shape is a recompile of what a user compiled;
 - whether the device takes one symbolic-shape graph for every shape (``dynamic=True``),
   refuses it (naming the feature or op), or declares it takes static shapes only;
 - the verdict: ``symbolic`` (one graph serves every length), ``static`` (a workload of
@@ -20,8 +20,9 @@ longer sequence and one more row (``shape_inputs``) and records:
 - padding to buckets, for models with an attention mask: the real positions' outputs of
   the right-padded input against the unpadded run's, on the device (eager, as the padded
   input is what the device then runs). A difference is the device's only when the CPU's
-  own padded run (a CPU copy of the model, made only then) agrees with its unpadded one; otherwise the model's masking does it, and
-  the record says so without failing the model on the device's account.
+  own padded run (a CPU copy of the model, made only then) agrees with its unpadded one;
+  otherwise the model's masking does it, and the record says so without failing the
+  model on the device's account.
 """
 
 from __future__ import annotations

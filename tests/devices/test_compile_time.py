@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from sweeper.checks.checker import check_model
 from sweeper.records import Status
 from sweeper.settings.config import SweepConfig
