@@ -71,7 +71,10 @@ def test_processes_share_one_rate(tmp_path: Path) -> None:
     assert len(stamps) == 12
     # 12 slots one interval apart: the processes did not each get their own 600 a minute.
     assert stamps[-1] - stamps[0] >= 11 * 0.1 - 0.05
-    assert all(b - a >= 4 * 0.1 - 0.05 for a, b in zip(stamps, stamps[4:]))
+    # Any 5 consecutive slots span 4 intervals (0.4 s; each process's own rate would give
+    # ~0.1 s). A stamp is taken after its slot was granted, so a process descheduled on a
+    # loaded host stamps late: 0.15 s of slack for that, still well above 0.1 s.
+    assert all(b - a >= 4 * 0.1 - 0.15 for a, b in zip(stamps, stamps[4:]))
 
 
 def test_retry_after_forms() -> None:
