@@ -4,6 +4,9 @@ stopped by the time and memory limits."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -75,16 +78,36 @@ def test_blame_answers_from_earlier_probes(trnsim, lowering):
     assert _children() == started
 
 
-def test_a_runaway_lowering_is_stopped_by_its_time_limit(trnsim, lowering, monkeypatch):
+@pytest.fixture(params=["server", "forked child"])
+def runaway_importer(request, trnsim, lowering, monkeypatch):
+    """Install a runaway stand-in for Torch-MLIR's import (a function of
+    ``lowering_runaways``) where the graph is lowered: the lowering server (started anew
+    with the stand-in) or, with the server off, the forked child."""
+    from sweeper.devices.trnsim import lowerserver
+
+    def install(name: str) -> None:
+        import lowering_runaways
+
+        if request.param == "server":
+            lowerserver.shutdown()
+            here = str(Path(lowering_runaways.__file__).parent)
+            monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+            monkeypatch.setenv("TRNSIM_LOWERING_SERVER_IMPORTER", f"lowering_runaways:{name}")
+        else:
+            monkeypatch.setitem(lowerserver._STATE, "unusable", True)
+            monkeypatch.setattr(lowering, "_import", getattr(lowering_runaways, name))
+
+    yield install
+    lowerserver.shutdown()  # the next test's server has no stand-in
+
+
+def test_a_runaway_lowering_is_stopped_by_its_time_limit(lowering, runaway_importer, monkeypatch):
     import time
 
-    def runaway(gm, name):
-        time.sleep(60)
-        return "never", []
-
-    monkeypatch.setattr(lowering, "_import", runaway)
+    runaway_importer("sleep_a_minute")
     monkeypatch.setattr(lowering, "TIMEOUT_S", 1.0)
     gm = make_fx(torch.sin, tracing_mode="fake")(torch.rand(4))
+    lowering.lower(make_fx(torch.cos, tracing_mode="fake")(torch.rand(4)), name="forward")  # a server starts
     started = time.monotonic()
     result = lowering.lower(gm, name="forward")
     assert time.monotonic() - started < 30
@@ -95,19 +118,17 @@ def test_a_runaway_lowering_is_stopped_by_its_time_limit(trnsim, lowering, monke
     assert _children() > children
 
 
-def test_a_runaway_lowering_is_stopped_by_its_memory_limit(trnsim, lowering, monkeypatch):
-    def runaway(gm, name):
-        hoard = []
-        while True:
-            hoard.append(bytearray(64 << 20))
-
-    monkeypatch.setattr(lowering, "_import", runaway)
+def test_a_runaway_lowering_is_stopped_by_its_memory_limit(lowering, runaway_importer, monkeypatch):
+    runaway_importer("hoard_memory")
     monkeypatch.setattr(lowering, "MEMORY_BYTES", 256 << 20)
     gm = make_fx(torch.cos, tracing_mode="fake")(torch.rand(4))
     result = lowering.lower(gm, name="forward")
     assert not result.ok and result.message.startswith("lowering aborted: MemoryError")
-    # the process goes on lowering: the next graph gets its own, healthy child
+    # the process goes on lowering: the next graph gets a healthy server or child
     monkeypatch.undo()
+    from sweeper.devices.trnsim import lowerserver
+
+    lowerserver.shutdown()
     assert lowering.lower(make_fx(torch.tan, tracing_mode="fake")(torch.rand(4)), name="forward").ok
 
 

@@ -74,8 +74,10 @@ class TrnsimDevice(Device):
         import torch
         from torch._dynamo.utils import counters
 
-        from sweeper.devices.trnsim import compiler, lowering
+        from sweeper.devices.trnsim import compiler, lowering, lowerserver
 
+        if lowering.available():
+            lowerserver.start()  # it imports Torch-MLIR while this process compiles the MLP
         try:
             with torch.random.fork_rng(devices=[]):
                 model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))

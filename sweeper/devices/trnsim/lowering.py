@@ -21,7 +21,9 @@ from typing import Any
 
 import torch
 
+import sweeper.devices.trnsim.lowerserver as lowerserver
 import sweeper.devices.trnsim.phases as phases
+from sweeper.devices.trnsim import graphwire
 from sweeper.devices.trnsim.canonical import canonicalize, is_non_op
 from sweeper.devices.trnsim.graphkey import LRU, graph_key
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
@@ -175,8 +177,34 @@ def _timed_isolated(fn: Callable[[], Any], phase: str, *, timeout: float, extra_
     return value
 
 
+def _timed_served(data: bytes, phase: str, name: str, *, timeout: float, extra_memory: int) -> Any:
+    """``_import`` of a ``graphwire`` graph in the lowering server, under the same limits;
+    its own time is charged to ``phase``, the rest (encoding, the pipe) to ``isolate``.
+    ``RuntimeError`` when no server can run here."""
+    with phases.phase("isolate"):
+        value, wall, cpu = lowerserver.lower(data, name, timeout=timeout, extra_memory=extra_memory)
+        phases.add(phase, wall, cpu, other_process=True)
+    return value
+
+
+def _wired(gm: torch.fx.GraphModule) -> bytes | None:
+    """``gm`` for the lowering server, or None (no server here, or the graph does not travel)."""
+    if not lowerserver.usable():
+        return None
+    with phases.phase("isolate"):
+        return graphwire.encode(gm)
+
+
 def _import_isolated(gm: torch.fx.GraphModule, name: str, timeout: float) -> tuple[str | None, list[str]]:
+    """``_import`` away from this process: in the lowering server when the graph travels
+    there, else in a forked child."""
     try:
+        data = _wired(gm)
+        if data is not None:
+            try:
+                return _timed_served(data, f"lower.{name}", name, timeout=timeout, extra_memory=MEMORY_BYTES)
+            except RuntimeError:
+                pass  # no server can run here: a forked child, as below
         return _timed_isolated(lambda: _import(gm, name), f"lower.{name}", timeout=timeout, extra_memory=MEMORY_BYTES)
     except Overrun as exc:
         return None, [f"lowering aborted: {exc}"]
@@ -308,9 +336,11 @@ def _blame_among(candidates: list[tuple[str, torch.fx.Node]], deadline: float) -
     left = min(TIMEOUT_S, deadline - time.monotonic())
     if left <= 0:
         return None
+    extra = min(PROBE_MEMORY_BYTES, MEMORY_BYTES)
     try:
-        failed, passed = _timed_isolated(judge, "lower.probes", timeout=left,
-                                         extra_memory=min(PROBE_MEMORY_BYTES, MEMORY_BYTES))
+        served = _judge_served(probes, known, time.monotonic() + left, extra)
+        failed, passed = served if served is not None else \
+            _timed_isolated(judge, "lower.probes", timeout=left, extra_memory=extra)
     except Overrun:
         return None
     for i in passed:
@@ -319,6 +349,27 @@ def _blame_among(candidates: list[tuple[str, torch.fx.Node]], deadline: float) -
         return None
     _PROBES.put(keys[failed], False)
     return probes[failed][0]
+
+
+def _judge_served(probes: list[tuple[str, torch.fx.GraphModule]], known: list[bool | None], deadline: float,
+                  extra_memory: int) -> tuple[int | None, list[int]] | None:
+    """``_blame_among``'s judgement in the lowering server (one job, the probes in order);
+    None when a probe does not travel or no server runs here (a forked child judges
+    instead). ``Overrun`` past the deadline or when the server dies."""
+    wired: list[bytes | bool] = []
+    for (_, probe), verdict in zip(probes, known):
+        data = _wired(probe) if verdict is None else verdict
+        if data is None:
+            return None
+        wired.append(data)
+    with phases.phase("isolate"):
+        try:
+            value, wall, cpu = lowerserver.judge(wired, timeout=max(0.0, deadline - time.monotonic()),
+                                                 extra_memory=extra_memory)
+        except RuntimeError:
+            return None
+        phases.add("lower.probes", wall, cpu, other_process=True)
+    return value
 
 
 def op_name(op: torch._ops.OpOverload) -> str:
