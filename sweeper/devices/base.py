@@ -28,6 +28,10 @@ from sweeper.settings.plugins import resolve
 # standalone reproducers. Named here so a device can reach it without the storage layer
 # above it; ``storage.folder`` lists it with the sweep folder's other files.
 REPROS = "repros"
+# On the command line of a long-lived helper process a device starts (trnsim's lowering
+# server): memory it holds between jobs is the device runtime's, bounded by the helper's own
+# limits, not the model's, so a worker's --memory-limit-mb leaves such processes out.
+HELPER_PROCESS_MARK = "sweeper-device-helper"
 
 
 @dataclass

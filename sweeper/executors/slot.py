@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 
+from sweeper.devices.base import HELPER_PROCESS_MARK
 from sweeper.executors import breadcrumbs, controls
 from sweeper.executors.base import Check, CheckFn, failure_record
 from sweeper.executors.child import MIB, Child, fault_frame, log_tail, signal_name
@@ -52,6 +53,15 @@ class Job:
     started: float | None = None
     # Set while the job is the CPU control of this record (a crash, timeout or oom of the device run).
     control_of: ModelRecord | None = None
+
+
+def _device_helper(proc: psutil.Process) -> bool:
+    """A device's long-lived helper (``HELPER_PROCESS_MARK``: trnsim's lowering server),
+    whose memory is bounded by its own limits and is not the model's."""
+    try:
+        return HELPER_PROCESS_MARK in proc.cmdline()
+    except psutil.Error:
+        return False
 
 
 def _unique_bytes(proc: psutil.Process) -> int:
@@ -221,7 +231,8 @@ class WorkerSlot:
         every process on the machine, too much to do five times a second per worker."""
         now = time.monotonic()
         if now >= self._next_kids_scan:
-            self._kids, self._next_kids_scan = proc.children(recursive=True), now + CHILDREN_SCAN_S
+            self._kids, self._next_kids_scan = [p for p in proc.children(recursive=True) if not _device_helper(p)], \
+                now + CHILDREN_SCAN_S
         return self._kids
 
     def _grown(self) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,3 +32,26 @@ def _default_profile_and_fresh_dynamo(request: pytest.FixtureRequest) -> Iterato
     torch._dynamo.utils.counters.clear()
     yield
     trnsim.apply_profile(trnsim.load_profile(None))
+
+
+@pytest.fixture(params=["server", "forked child"])
+def runaway_importer(request: pytest.FixtureRequest, trnsim: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Install a stand-in for Torch-MLIR's import (a function of ``lowering_runaways``,
+    by name) where graphs are lowered: the lowering server (started anew with it) or, with
+    the server off, the forked child. Each test runs both ways."""
+    from sweeper.devices.trnsim import lowering, lowerserver
+
+    def install(name: str) -> None:
+        import lowering_runaways
+
+        if request.param == "server":
+            lowerserver.shutdown()
+            here = str(Path(lowering_runaways.__file__).parent)
+            monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+            monkeypatch.setenv("TRNSIM_LOWERING_SERVER_IMPORTER", f"lowering_runaways:{name}")
+        else:
+            monkeypatch.setitem(lowerserver._STATE, "unusable", True)
+            monkeypatch.setattr(lowering, "_import", getattr(lowering_runaways, name))
+
+    yield install
+    lowerserver.shutdown()  # the next test's server has no stand-in

@@ -27,3 +27,21 @@ def die(gm: Any, name: str) -> tuple[str, list[str]]:
 
     os.kill(os.getpid(), signal.SIGKILL)
     return "never", []
+
+
+def dies_on_the_graph(gm: Any, name: str) -> tuple[str | None, list[str]]:
+    """Ends the process without an answer on a whole graph (what a memory kill looks like);
+    a single-op probe fails to legalize."""
+    import os
+
+    if name != "probe":
+        os._exit(0)
+    return None, ["error: failed to legalize operation 'torch.aten.sin'"]
+
+
+def graph_fails_probes_hang(gm: Any, name: str) -> tuple[str | None, list[str]]:
+    """The graph fails without naming an op; every probe hangs."""
+    if name != "probe":
+        return None, ["error: failed to legalize operation 'torch.constant.int'"]
+    time.sleep(60)
+    return "never", []

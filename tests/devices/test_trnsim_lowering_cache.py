@@ -4,9 +4,6 @@ stopped by the time and memory limits."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -76,29 +73,6 @@ def test_blame_answers_from_earlier_probes(trnsim, lowering):
     started = _children()
     assert lowering.blame(gm) == "aten::erfinv"
     assert _children() == started
-
-
-@pytest.fixture(params=["server", "forked child"])
-def runaway_importer(request, trnsim, lowering, monkeypatch):
-    """Install a runaway stand-in for Torch-MLIR's import (a function of
-    ``lowering_runaways``) where the graph is lowered: the lowering server (started anew
-    with the stand-in) or, with the server off, the forked child."""
-    from sweeper.devices.trnsim import lowerserver
-
-    def install(name: str) -> None:
-        import lowering_runaways
-
-        if request.param == "server":
-            lowerserver.shutdown()
-            here = str(Path(lowering_runaways.__file__).parent)
-            monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
-            monkeypatch.setenv("TRNSIM_LOWERING_SERVER_IMPORTER", f"lowering_runaways:{name}")
-        else:
-            monkeypatch.setitem(lowerserver._STATE, "unusable", True)
-            monkeypatch.setattr(lowering, "_import", getattr(lowering_runaways, name))
-
-    yield install
-    lowerserver.shutdown()  # the next test's server has no stand-in
 
 
 def test_a_runaway_lowering_is_stopped_by_its_time_limit(lowering, runaway_importer, monkeypatch):

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 from trnsim_helpers import root_cause, run_compiled
 
 from sweeper.checks import origins
@@ -118,15 +119,10 @@ def test_a_bfloat16_constant_lowers_or_is_the_harness_missing_package(lowering):
     assert "pip install ml-dtypes" in reason.message
 
 
-def test_a_lowering_past_its_time_limit_is_host_side_work(lowering, monkeypatch):
-    import time
-
-    def runaway(gm, name):
-        time.sleep(60)
-        return "never", []
-
-    monkeypatch.setattr(lowering, "_import", runaway)
+def test_a_lowering_past_its_time_limit_is_host_side_work(lowering, runaway_importer, monkeypatch):
+    runaway_importer("sleep_a_minute")
     monkeypatch.setattr(lowering, "TIMEOUT_S", 1.0)
+    lowering.lower(make_fx(torch.cos, tracing_mode="fake")(torch.rand(4)), name="forward")  # a server starts
     _, reason = _verdict(torch.sin, torch.rand(4, device="trnsim"))
     assert (reason.kind, reason.origin) == (ReasonKind.TIMEOUT, Origin.HARNESS)
     assert "host-side lowering ran past its limits" in reason.message
@@ -143,35 +139,23 @@ def test_a_named_op_the_profile_refuses_stays_the_devices(trnsim, lowering):
     assert (reason.kind, reason.op, reason.origin) == (ReasonKind.COMPILE_ERROR, "aten::erfinv", Origin.DEVICE)
 
 
-def test_a_lowering_that_runs_out_of_host_memory_is_the_harness_even_when_an_op_fails_alone(lowering, monkeypatch):
+def test_a_lowering_that_runs_out_of_host_memory_is_the_harness_even_when_an_op_fails_alone(lowering,
+                                                                                             runaway_importer):
     """google/efficientnet-b2: the backward graph's lowering died of host memory, and a
     probe of one op alone then failed too; the blocker was the tool's, named after that op.
     Memory the host ran out of says nothing about any op: host-side work, the harness's."""
-    import os
-
-    def dies_on_the_graph(gm, name):
-        if name != "probe":
-            os._exit(0)  # the child ends without an answer: what a memory kill looks like
-        return None, ["error: failed to legalize operation 'torch.aten.sin'"]
-
-    monkeypatch.setattr(lowering, "_import", dies_on_the_graph)
+    runaway_importer("dies_on_the_graph")
     _, reason = _verdict(torch.sin, torch.rand(4, device="trnsim"))
     assert (reason.kind, reason.origin, reason.op) == (ReasonKind.OOM, Origin.HARNESS, None)
     assert "ran out of memory" in reason.message and "host-side" in reason.message
 
 
-def test_blame_probes_stop_at_their_own_time_budget(lowering, monkeypatch):
+def test_blame_probes_stop_at_their_own_time_budget(lowering, runaway_importer, monkeypatch):
     """descript/dac_44khz: blame probes ran on until the worker's limits ended the model.
     All the probes of one blame share a budget; past it no op is blamed."""
     import time
 
-    def graph_fails_probes_hang(gm, name):
-        if name != "probe":
-            return None, ["error: failed to legalize operation 'torch.constant.int'"]
-        time.sleep(60)
-        return "never", []
-
-    monkeypatch.setattr(lowering, "_import", graph_fails_probes_hang)
+    runaway_importer("graph_fails_probes_hang")
     monkeypatch.setattr(lowering, "TIMEOUT_S", 30.0)
     monkeypatch.setattr(lowering, "BLAME_TIMEOUT_S", 2.0)
     started = time.monotonic()

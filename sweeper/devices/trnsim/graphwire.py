@@ -62,12 +62,19 @@ def decode(data: bytes) -> torch.fx.GraphModule:
         if val is not _ABSENT:
             node.meta["val"] = _fake(val, mode, made)
         env[name] = node
-    from sweeper.devices.trnsim.lowering import _graph_module
-
     root = torch.nn.Module()
     for target, constant in constants.items():
         _set_attr(root, target, constant)
-    return _graph_module(root, graph)
+    return graph_module(root, graph)
+
+
+def graph_module(root: torch.nn.Module, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    """A GraphModule over ``graph`` whose Python code is generated on first use only."""
+    try:
+        from torch.fx._lazy_graph_module import _LazyGraphModule
+    except ImportError:  # an older or newer torch without it: eager code generation
+        return torch.fx.GraphModule(root, graph)
+    return _LazyGraphModule(root, graph)
 
 
 _MODE: dict[str, Any] = {}

@@ -92,7 +92,7 @@ def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     graph = torch.fx.Graph()
     out_value = graph.graph_copy(gm.graph, {})
     graph.output(out_value)
-    gm = _graph_module(gm, graph)
+    gm = graphwire.graph_module(gm, graph)
     canonicalize(gm)
     for node in gm.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device):
@@ -104,15 +104,6 @@ def prepare(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
-
-
-def _graph_module(root: torch.nn.Module, graph: torch.fx.Graph) -> torch.fx.GraphModule:
-    """A GraphModule over ``graph`` whose Python code is generated on first use only."""
-    try:
-        from torch.fx._lazy_graph_module import _LazyGraphModule
-    except ImportError:  # an older or newer torch without it: eager code generation
-        return torch.fx.GraphModule(root, graph)
-    return _LazyGraphModule(root, graph)
 
 
 def _import(gm: torch.fx.GraphModule, name: str) -> tuple[str | None, list[str]]:

@@ -3,7 +3,7 @@
 A fork per graph copies the worker's page tables (gigabytes once a model and its CPU
 references are loaded) and makes both processes pay copy-on-write faults: on the top 1,000
 that was a third of the lowering time, and the child's own work ran slower than in a fresh
-process. The server is a fresh interpreter (``python -m sweeper.devices.trnsim.lowerserver``:
+process. The server is a fresh interpreter (running ``lowerserver_loop.serve``:
 no model, no threads inherited) started when the device warms up, with Torch-MLIR imported
 once. Graphs reach it as ``graphwire`` bytes over a pipe; each job runs under the limits a
 forked child had: the time limit is the caller's (past it the server is killed and the next
@@ -21,10 +21,8 @@ answer ``("ok", (value, wall, cpu, retire))`` or ``("error", text)``; the server
 
 from __future__ import annotations
 
-import functools
 import os
 import pickle
-import resource
 import select
 import signal
 import struct
@@ -35,9 +33,11 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sweeper.devices.base import HELPER_PROCESS_MARK
 from sweeper.devices.trnsim.isolate import Overrun
 
 _HEADER = struct.Struct("<Q")
+_SERVE = "from sweeper.devices.trnsim.lowerserver_loop import serve; serve()"
 # Past this growth of its address space since it started, the server is replaced.
 RETIRE_GROWTH = int(float(os.environ.get("TRNSIM_LOWERING_SERVER_GROWTH_GB", "1")) * (1 << 30))
 # How long a starting server may take to import torch and Torch-MLIR (seconds).
@@ -53,7 +53,7 @@ class _Server:
         root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        self.process = subprocess.Popen([sys.executable, "-c", "from sweeper.devices.trnsim.lowerserver import serve; serve()"],
+        self.process = subprocess.Popen([sys.executable, "-c", _SERVE, HELPER_PROCESS_MARK],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                         start_new_session=True)
         self.ready = False
@@ -61,17 +61,17 @@ class _Server:
     def request(self, job: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
         if not self.ready:
-            if _read_message(self.process.stdout, time.monotonic() + START_TIMEOUT_S) != ("ready", None):
+            if read_message(self.process.stdout, time.monotonic() + START_TIMEOUT_S) != ("ready", None):
                 raise _Unusable("the lowering server did not start")
             self.ready = True
         try:
-            _write_message(self.process.stdin, job)
+            write_message(self.process.stdin, job)
         except (BrokenPipeError, OSError) as exc:
             raise _Died() from exc
-        answer = _read_message(self.process.stdout, time.monotonic() + timeout)
+        answer = read_message(self.process.stdout, time.monotonic() + timeout)
         if answer is None:
             raise _TimedOut()
-        if answer is _EOF:
+        if answer is EOF:
             raise _Died()
         return answer
 
@@ -100,7 +100,7 @@ class _TimedOut(Exception):
     pass
 
 
-_EOF = ("eof", None)
+EOF = ("eof", None)
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {"server": None, "unusable": not ENABLED, "pid": None}
 
@@ -187,19 +187,19 @@ def _drop(*, unusable: bool = False) -> None:
         server.stop()
 
 
-def _write_message(pipe: BinaryIO, message: Any) -> None:
+def write_message(pipe: BinaryIO, message: Any) -> None:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     pipe.write(_HEADER.pack(len(payload)) + payload)
     pipe.flush()
 
 
-def _read_message(pipe: BinaryIO, deadline: float) -> Any:
-    """The next message, ``_EOF`` when the other end is gone, ``None`` past ``deadline``."""
+def read_message(pipe: BinaryIO, deadline: float) -> Any:
+    """The next message, ``EOF`` when the other end is gone, ``None`` past ``deadline``."""
     header = _read_exactly(pipe, _HEADER.size, deadline)
-    if header is None or header is _EOF:
+    if header is None or header is EOF:
         return header
     body = _read_exactly(pipe, _HEADER.unpack(header)[0], deadline)
-    if body is None or body is _EOF:
+    if body is None or body is EOF:
         return body
     return pickle.loads(body)
 
@@ -217,93 +217,7 @@ def _read_exactly(pipe: BinaryIO, size: int, deadline: float) -> Any:
             return None
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
-            return _EOF
+            return EOF
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-# ---- the server side ------------------------------------------------------------------
-
-
-def _vm_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def serve() -> None:
-    """The server's loop: import, say ready, then answer jobs until stdin closes."""
-    import torch
-
-    import sweeper.devices.trnsim.lowering as lowering
-
-    torch.set_num_threads(1)  # as a forked child ran: one thread, no pool of its own
-    lowering._preload()
-    importer = _importer(lowering._import)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # anything printed goes to stderr, never into the protocol
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    baseline = _vm_bytes()
-    _write_message(stdout, ("ready", None))
-    while True:
-        job = _read_message(stdin, float("inf"))
-        if job is _EOF or job is None:
-            return
-        kind, payload, extra_memory, timeout = job
-        limited = functools.partial(_limited, importer=importer, extra_memory=extra_memory, hard=hard)
-
-        # A job still running well past its caller's limit has no caller (it was killed or
-        # gave up): SIGALRM's default action ends the server without a handler to run.
-        signal.alarm(int(timeout) + 10)
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        try:
-            value = limited(*payload) if kind == "import" else _judge(payload, limited)
-            answer: tuple[str, Any] = ("ok", value)
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the caller, as from a child
-            answer = ("error", f"{type(exc).__name__}: {exc}")
-        finally:
-            signal.alarm(0)
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        if answer[0] == "ok":
-            answer = ("ok", (answer[1], wall, cpu, _vm_bytes() - baseline > RETIRE_GROWTH))
-        _write_message(stdout, answer)
-        if answer[0] == "error":
-            return
-
-
-def _importer(default: Any) -> Any:
-    """``lowering._import``, or the stand-in ``TRNSIM_LOWERING_SERVER_IMPORTER`` names
-    (``module:function``): the tests of the limits give the server a lowering that runs away."""
-    spec = os.environ.get("TRNSIM_LOWERING_SERVER_IMPORTER", "")
-    if not spec:
-        return default
-    import importlib
-
-    module, _, function = spec.partition(":")
-    return getattr(importlib.import_module(module), function)
-
-
-def _limited(data: bytes, name: str, *, importer: Any, extra_memory: int, hard: int) -> Any:
-    """``importer`` (``lowering._import``) of one wired graph with ``extra_memory`` bytes
-    beyond what the server maps now (as a forked child had beyond its parent)."""
-    from sweeper.devices.trnsim.graphwire import decode
-
-    limit = _vm_bytes() + extra_memory
-    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
-    try:
-        return importer(decode(data), name)
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-
-
-def _judge(probes: list[bytes | bool], limited: Any) -> tuple[int | None, list[int]]:
-    """The first probe that fails to lower alone (known verdicts taken as they are), and
-    the probes that lowered, in graph order."""
-    passed = []
-    for i, probe in enumerate(probes):
-        if probe is True:
-            continue
-        if probe is False or limited(probe, "probe")[0] is None:
-            return i, passed
-        passed.append(i)
-    return None, passed
