@@ -156,8 +156,9 @@ class TrnsimDevice(Device):
     def compile_phases(self) -> dict[str, float]:
         """The simulator's compile phases so far (``trnsim.phases``, wall seconds):
         ``aot`` (AOT autograd's own tracing), ``scan`` (the op scan), ``lowering``
-        (Torch-MLIR in its children and the parent's work around them) and ``checks``
-        (the backend's own profile checks)."""
+        (Torch-MLIR in the lowering server or a child, and this process's work around
+        it), ``server_start`` (waiting for a lowering server replaced within a check) and
+        ``checks`` (the backend's own profile checks)."""
         import sweeper.devices.trnsim.phases as phases
 
         grouped: dict[str, float] = {}

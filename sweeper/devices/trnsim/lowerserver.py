@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import sweeper.devices.trnsim.phases as phases
 from sweeper.devices.base import HELPER_PROCESS_MARK
 from sweeper.devices.trnsim.isolate import Overrun
 
@@ -61,7 +62,11 @@ class _Server:
     def request(self, job: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
         if not self.ready:
-            if read_message(self.process.stdout, time.monotonic() + START_TIMEOUT_S) != ("ready", None):
+            # Its own phase: a server replaced within a check (after a timeout, a crash or
+            # growth) costs that check this wait.
+            with phases.phase("server_start"):
+                started = read_message(self.process.stdout, time.monotonic() + START_TIMEOUT_S)
+            if started != ("ready", None):
                 raise _Unusable("the lowering server did not start")
             self.ready = True
         try:
