@@ -7,7 +7,8 @@ Left out: timings (every ``seconds``, ``compile_phases``, timings inside message
 source, so any code change moves it), timestamps, object addresses in messages (``at
 0x7f...``), integers of 12 digits or more in messages (uninitialised dimensions Torch-MLIR
 prints, ``tensor<3x512x16x281096369887616xf32>``, change run to run) and each sweep's own
-folder inside messages (reproducer paths). Prints each differing field as
+folder inside messages (reproducer paths: absolute, relative to here, or with its machine part named,
+``<tmp>/NAME``). Prints each differing field as
 ``model: path: old -> new``, models only one side has, and a last line with the counts;
 exits 1 when anything differs (a refactoring that must not change records passes with 0).
 """
@@ -16,10 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sweeper.machine_paths import strip_machine_paths  # noqa: E402
 
 IGNORED_KEYS = frozenset({"seconds", "sweep_id", "peak_memory_bytes", "fingerprint", "started", "ended", "timestamp",
                           "compile_phases"})
@@ -48,7 +54,10 @@ def normalise(value: Any, folder: str = "") -> Any:
         return [normalise(v, folder) for v in value]
     if isinstance(value, str):
         if folder:
-            value = value.replace(folder, "<out>")
+            # as written before records stripped machine paths, and as they write it now
+            # (relative to the folder the sweep ran in, or with its machine part named)
+            for written in (folder, os.path.relpath(folder), strip_machine_paths(folder)):
+                value = value.replace(written, "<out>")
         return GARBAGE.sub("<n>", ADDRESS.sub("<addr>", TIMING.sub("<t>", value)))
     return value
 

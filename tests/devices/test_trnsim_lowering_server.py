@@ -107,3 +107,35 @@ def test_a_server_that_dies_costs_one_host_side_verdict(lowering, monkeypatch):
         monkeypatch.undo()
         lowerserver.shutdown()
     assert lowering.lower(make_fx(torch.cos, tracing_mode="fake")(torch.rand(4)), name="forward").ok
+
+
+def test_a_librarys_custom_op_is_lowered_where_the_library_is_imported(lowering, monkeypatch):
+    """transformers' MoE layers call ``transformers::grouped_mm_fallback``, an op that exists
+    only in a process that imported transformers: the server (a fresh interpreter) could not
+    rebuild such a graph, and that must never become a verdict."""
+    from sweeper.devices.trnsim import graphwire, isolate, lowerserver
+
+    @torch.library.custom_op("sweepertest::twice", mutates_args=())
+    def twice(t: torch.Tensor) -> torch.Tensor:
+        return t * 2
+
+    twice.register_fake(lambda t: torch.empty_like(t))
+    gm = lowering.prepare(make_fx(lambda t: twice(t).sin(), tracing_mode="fake")(torch.rand(4)))
+    assert graphwire.encode(gm) is None
+    forked = []
+    real = isolate.run_isolated
+    monkeypatch.setattr(lowering, "run_isolated", lambda fn, **kw: forked.append(1) or real(fn, **kw))
+    result = lowering.lower(gm, name="forward")
+    assert forked and not result.ok and result.op == "sweepertest::twice"
+    assert not result.message.startswith("lowering aborted")
+    # bytes the server cannot rebuild: the caller is told to lower the graph itself, the server lives on
+    lowering.lower(lowering.prepare(make_fx(torch.sin, tracing_mode="fake")(torch.rand(4))), name="forward")
+    server = lowerserver._STATE["server"]
+    bad = [("placeholder", "x", "x", (), {}, graphwire._ABSENT, {}, None),
+           ("call_function", "y", ("op", "sweepertest_gone", "twice", "default"), (graphwire._NodeRef("x"),), {},
+            graphwire._ABSENT, {}, None)]
+    import pickle
+
+    with pytest.raises(RuntimeError, match="could not rebuild"):
+        lowerserver.lower(pickle.dumps(bad), "forward", timeout=60, extra_memory=1 << 30)
+    assert lowerserver._STATE["server"] is server and server.process.poll() is None

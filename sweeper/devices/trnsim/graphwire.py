@@ -6,8 +6,9 @@ tensor constants a ``get_attr`` names, and nothing else. ``encode`` keeps exactl
 ``decode`` rebuilds the graph with fake tensors of the same shape, stride, offset and dtype.
 
 A graph the wire cannot carry faithfully gets ``None`` from ``encode`` and is lowered where
-it is (a forked child, as before): targets other than ATen-style op overloads and
-``getitem``, arguments of an unknown type, constants without readable contents, and
+it is (a forked child, as before): targets other than ``aten``/``prims`` op overloads and
+``getitem`` (a library's custom ops exist only where the library was imported), arguments
+of an unknown type, constants without readable contents, and
 ``as_strided`` (the importer rewrites it from the storage its input views, which a rebuilt
 fake tensor does not share).
 """
@@ -24,6 +25,9 @@ import torch
 _META_KEYS = ("tensor_meta", "stack_trace")
 _SCALARS = (int, float, bool, complex, str, type(None), torch.dtype, torch.layout, torch.memory_format, torch.device)
 _STORAGE_OPS = ("as_strided",)
+# Op namespaces torch registers when it is imported. A library's custom ops
+# (``transformers::grouped_mm_fallback``) exist only in a process that imported it.
+_CORE_NAMESPACES = ("aten", "prims")
 
 
 class Unwirable(Exception):
@@ -108,6 +112,8 @@ def _wire_target(target: Any) -> tuple[str, ...]:
         return ("getitem",)
     if isinstance(target, torch._ops.OpOverload):
         namespace, name = target._schema.name.split("::", 1)
+        if namespace not in _CORE_NAMESPACES:
+            raise Unwirable(f"{namespace}::{name} is registered by a library the server has not imported")
         if name in _STORAGE_OPS:
             raise Unwirable(name)
         return ("op", namespace, name, target._overloadname)

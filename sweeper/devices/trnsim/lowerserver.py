@@ -15,7 +15,8 @@ it started is replaced after its job, so no verdict depends on what earlier grap
 Protocol: length-prefixed pickles; a job is ``(kind, payload, extra memory bytes, timeout)``
 (``import``: a graph and its name; ``probes``: ``lowering.blame``'s probes, judged in order
 as a forked child judged them), an
-answer ``("ok", (value, wall, cpu, retire))`` or ``("error", text)``; the server says
+answer ``("ok", (value, wall, cpu, retire))``, ``("undecodable", text)`` (the graph is lowered
+where it came from) or ``("error", text)``; the server says
 ``"ready"`` once it has imported what it needs.
 """
 
@@ -93,6 +94,10 @@ class _Server:
                 pass
 
 
+class Undecodable(Exception):
+    """The server could not rebuild a graph from its bytes (the caller lowers it itself)."""
+
+
 class _Unusable(Exception):
     """The server cannot run here: lower in forked children instead."""
 
@@ -125,7 +130,8 @@ def lower(data: bytes, name: str, *, timeout: float, extra_memory: int) -> tuple
     """``lowering._import`` of the ``graphwire`` graph ``data`` in the server: its value,
     and the server's wall and CPU seconds for it. ``Overrun`` as ``isolate.run_isolated``
     raises it: past ``timeout``, or when the server dies (out of memory, a crash).
-    ``RuntimeError`` when the server cannot run here (the caller forks instead)."""
+    ``RuntimeError`` when the server cannot run here or cannot rebuild the graph (the
+    caller forks instead)."""
     return _job("import", (data, name), timeout=timeout, extra_memory=extra_memory)
 
 
@@ -153,6 +159,8 @@ def _job(kind: str, payload: Any, *, timeout: float, extra_memory: int) -> tuple
         except _Died:
             _drop()
             raise Overrun("ran out of memory or crashed") from None
+        if status == "undecodable":  # the server is fine; this graph is lowered where it came from
+            raise RuntimeError(f"the lowering server could not rebuild the graph: {value}")
         if status == "error":
             _drop()
             raise Overrun(value)

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from sweeper.devices.trnsim.lowerserver import EOF, RETIRE_GROWTH, read_message, write_message
+from sweeper.devices.trnsim.lowerserver import EOF, RETIRE_GROWTH, Undecodable, read_message, write_message
 
 
 def _vm_bytes() -> int:
@@ -47,6 +47,8 @@ def serve() -> None:
         try:
             value = limited(*payload) if kind == "import" else _judge(payload, limited)
             answer: tuple[str, Any] = ("ok", value)
+        except Undecodable as exc:
+            answer = ("undecodable", str(exc))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the caller, as from a child
             answer = ("error", f"{type(exc).__name__}: {exc}")
         finally:
@@ -76,10 +78,14 @@ def _limited(data: bytes, name: str, *, importer: Any, extra_memory: int, hard: 
     beyond what the server maps now (as a forked child had beyond its parent)."""
     from sweeper.devices.trnsim.graphwire import decode
 
+    try:
+        graph = decode(data)
+    except Exception as exc:  # noqa: BLE001 - the graph did not travel: no verdict, lowered where it came from
+        raise Undecodable(f"{type(exc).__name__}: {exc}") from exc
     limit = _vm_bytes() + extra_memory
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     try:
-        return importer(decode(data), name)
+        return importer(graph, name)
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
