@@ -34,6 +34,16 @@ def _default_profile_and_fresh_dynamo(request: pytest.FixtureRequest) -> Iterato
     trnsim.apply_profile(trnsim.load_profile(None))
 
 
+@pytest.fixture
+def lowering(trnsim: Any) -> Iterator[Any]:
+    """``trnsim.lowering`` with no verdicts kept from earlier tests (nor left to later ones)."""
+    from sweeper.devices.trnsim import lowering as module
+
+    module.clear_cache()
+    yield module
+    module.clear_cache()
+
+
 @pytest.fixture(params=["server", "forked child"])
 def runaway_importer(request: pytest.FixtureRequest, trnsim: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Install a stand-in for Torch-MLIR's import (a function of ``lowering_runaways``,

@@ -14,15 +14,6 @@ from sweeper.records import ReasonKind
 pytest.importorskip("torch_mlir")
 
 
-@pytest.fixture
-def lowering(trnsim):
-    from sweeper.devices.trnsim import lowering as module
-
-    module.clear_cache()
-    yield module
-    module.clear_cache()
-
-
 def _children() -> int:
     """Lowering children started so far in this process."""
     from sweeper.devices.trnsim import phases

@@ -15,15 +15,6 @@ from trnsim_helpers import run_compiled
 pytest.importorskip("torch_mlir")
 
 
-@pytest.fixture
-def lowering(trnsim):
-    from sweeper.devices.trnsim import lowering as module
-
-    module.clear_cache()
-    yield module
-    module.clear_cache()
-
-
 def _graphs() -> dict[str, torch.fx.GraphModule]:
     """Prepared graphs with what the wire must carry: constants, several outputs (getitem),
     views with an offset, integer and boolean values, a failing op."""
