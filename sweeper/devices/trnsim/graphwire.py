@@ -45,7 +45,7 @@ def encode(gm: torch.fx.GraphModule) -> bytes | None:
 
 
 def decode(data: bytes) -> torch.fx.GraphModule:
-    """The graph ``encode`` wrote, its values fake tensors under a mode of its own."""
+    """The graph ``encode`` wrote, its values fake tensors (of this process's one fake mode)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     mode = _MODE.get("mode")

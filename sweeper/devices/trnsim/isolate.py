@@ -21,7 +21,8 @@ class Overrun(Exception):
     """The child ran out of time or memory, or died."""
 
 
-def _vm_bytes() -> int:
+def vm_bytes() -> int:
+    """This process's address space (bytes), what ``RLIMIT_AS`` limits."""
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
@@ -30,7 +31,7 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float, extra_memory: int) ->
     """``fn()`` in a forked child; raises ``Overrun`` past ``timeout`` seconds or when the
     child needs more than ``extra_memory`` bytes beyond what the parent maps."""
     read_fd, write_fd = os.pipe()
-    limit = _vm_bytes() + extra_memory
+    limit = vm_bytes() + extra_memory
     pid = os.fork()
     if pid == 0:  # child: never returns
         os.close(read_fd)

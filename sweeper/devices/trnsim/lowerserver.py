@@ -22,6 +22,7 @@ where it came from) or ``("error", text)``; the server says
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
@@ -82,16 +83,12 @@ class _Server:
         return answer
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
-            try:
-                pipe.close() if pipe else None
-            except OSError:
-                pass
+            with contextlib.suppress(OSError, AttributeError):
+                pipe.close()
 
 
 class Undecodable(Exception):

@@ -11,12 +11,8 @@ import sys
 import time
 from typing import Any
 
+from sweeper.devices.trnsim.isolate import vm_bytes
 from sweeper.devices.trnsim.lowerserver import EOF, RETIRE_GROWTH, Undecodable, read_message, write_message
-
-
-def _vm_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def serve() -> None:
@@ -31,7 +27,7 @@ def serve() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything printed goes to stderr, never into the protocol
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    baseline = _vm_bytes()
+    baseline = vm_bytes()
     write_message(stdout, ("ready", None))
     while True:
         job = read_message(stdin, float("inf"))
@@ -55,7 +51,7 @@ def serve() -> None:
             signal.alarm(0)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         if answer[0] == "ok":
-            answer = ("ok", (answer[1], wall, cpu, _vm_bytes() - baseline > RETIRE_GROWTH))
+            answer = ("ok", (answer[1], wall, cpu, vm_bytes() - baseline > RETIRE_GROWTH))
         write_message(stdout, answer)
         if answer[0] == "error":
             return
@@ -82,7 +78,7 @@ def _limited(data: bytes, name: str, *, importer: Any, extra_memory: int, hard: 
         graph = decode(data)
     except Exception as exc:  # noqa: BLE001 - the graph did not travel: no verdict, lowered where it came from
         raise Undecodable(f"{type(exc).__name__}: {exc}") from exc
-    limit = _vm_bytes() + extra_memory
+    limit = vm_bytes() + extra_memory
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     try:
         return importer(graph, name)
