@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -80,6 +82,32 @@ def test_segmentation_is_the_powerset_task_and_its_loss_reaches_every_class():
     out["loss"].backward()
     classifier = built.model.parts["segmentation"].classifier
     assert (classifier.weight.grad.abs().sum(-1) > 0).all()  # every class row gets a gradient
+
+
+# In a fresh interpreter: here pyannote.audio may already be imported, and its import is
+# what patches.
+_LEAVES_TORCH_AS_FOUND = """
+import torch
+from sweeper.executors.worker import leaks, snapshot
+from sweeper.libraries import build
+from sweeper.records import ModelRef
+from sweeper.settings.config import SweepConfig
+before = snapshot()
+built = build(ModelRef("pyannote/speaker-diarization-3.1", 1, library_name="pyannote-audio", source="catalog"),
+              SweepConfig.of(device="cpu"))
+built.model(**built.inputs)["loss"].backward()
+print("leaked:", leaks(before, snapshot()))
+"""
+
+
+@installed
+def test_a_pyannote_model_leaves_torch_compile_as_it_found_it():
+    # Lightning (under pyannote.audio) wraps torch.compile; a worker that finds a patch
+    # recycles, which made every pyannote model cost a fresh interpreter.
+    done = subprocess.run([sys.executable, "-c", _LEAVES_TORCH_AS_FOUND], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "leaked: []"
 
 
 @installed

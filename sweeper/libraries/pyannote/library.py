@@ -9,7 +9,7 @@ when their repo name says so plainly; the record then notes the library came fro
 Weights are tiny or random: pyannote checkpoints are pickles (``pytorch_model.bin``), which
 sweeper never loads. pyannote.audio imports torchaudio, whose PyPI wheel is a CUDA build;
 see ``audio_compat``. pyannote.audio sends usage telemetry by default: it is turned off
-before the package is imported.
+before the package is imported, and Lightning's wrapper of ``torch.compile`` is undone after.
 """
 
 from __future__ import annotations
@@ -100,9 +100,20 @@ def models(ref: ModelRef) -> tuple[tuple[str, str], ...] | None:
 
 
 def _quiet_import() -> None:
-    """Import pyannote.audio with its telemetry off (it would post to pyannote's servers)
-    and without its warning that torchcodec cannot decode files (the sweep feeds tensors)."""
+    """Import pyannote.audio with its telemetry off (it would post to pyannote's servers),
+    without its warning that torchcodec cannot decode files (the sweep feeds tensors) and
+    with ``torch.compile`` as it was."""
     os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"\s*torchcodec is not installed correctly")
-        import pyannote.audio  # noqa: F401
+    import torch
+
+    # pyannote.audio imports Lightning, whose Fabric replaces torch.compile with a wrapper
+    # that remembers its arguments. The sweep compiles models itself and never through
+    # Fabric; left in place, the patch would be every later model's torch.compile, and
+    # the worker recycles after a patch it finds (a fresh interpreter per pyannote model).
+    compile_fn = torch.compile
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"\s*torchcodec is not installed correctly")
+            import pyannote.audio  # noqa: F401
+    finally:
+        torch.compile = compile_fn
