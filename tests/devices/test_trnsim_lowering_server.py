@@ -5,6 +5,7 @@ forked child as before, and a server that dies costs one verdict (host-side), no
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -125,8 +126,6 @@ def test_a_librarys_custom_op_is_lowered_where_the_library_is_imported(lowering,
     bad = [("placeholder", "x", "x", (), {}, graphwire._ABSENT, {}, None),
            ("call_function", "y", ("op", "sweepertest_gone", "twice", "default"), (graphwire._NodeRef("x"),), {},
             graphwire._ABSENT, {}, None)]
-    import pickle
-
     with pytest.raises(RuntimeError, match="could not rebuild"):
         lowerserver.lower(pickle.dumps(bad), "forward", timeout=60, extra_memory=1 << 30)
     assert lowerserver._STATE["server"] is server and server.process.poll() is None
