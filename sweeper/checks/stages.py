@@ -27,8 +27,8 @@ from sweeper.devices.base import Device
 from sweeper.devices.precision import Float32Math
 from sweeper.devices.tied_weights import broken_groups, swap_params_on_conversion, tied_groups
 from sweeper.libraries import build as build_model
+from sweeper.libraries.pristine import pristine
 from sweeper.libraries.transformers import Built
-from sweeper.libraries.transformers.pristine import pristine
 from sweeper.records import NUMERICS_TENSORS, ModelRef, Reason, ReasonKind
 from sweeper.settings.config import SweepConfig
 from sweeper.settings.errors import NoGradientError, NonFiniteReferenceError, NumericsError, SweeperError

@@ -144,7 +144,7 @@ class _Caching(torch.nn.Module):
 
 
 def test_probe_forwards_leave_no_cached_tensors_behind():
-    from sweeper.libraries.transformers.pristine import pristine
+    from sweeper.libraries.pristine import pristine
 
     module = _Caching()
     with pristine(module):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sweeper.libraries.built import Built
+from sweeper.libraries.pristine import pristine
 from sweeper.libraries.transformers.configs import LEVELS, config_to_dict, shrink_config_dict
 from sweeper.libraries.transformers.fitting import fit_widths
 from sweeper.libraries.transformers.heads import kind_of_class
@@ -23,7 +24,6 @@ from sweeper.libraries.transformers.inputs import cast_floating, make_inputs, mo
 from sweeper.libraries.transformers.layers import MAX_LAYERS, UNIFORM_LAYERS
 from sweeper.libraries.transformers.memory_estimate import MemoryBudgetError, check_fits, meta_model
 from sweeper.libraries.transformers.models import build_model, choose_head, count_on_meta, transformers_class
-from sweeper.libraries.transformers.pristine import pristine
 from sweeper.records import ModelRef, ReasonKind
 from sweeper.settings.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
 

@@ -50,7 +50,7 @@ def _first_mismatch(model: Any, inputs: dict[str, Any]) -> _Mismatch | None:
         if isinstance(module, (torch.nn.Linear, torch.nn.LayerNorm, torch.nn.Conv1d, torch.nn.Conv2d,
                                torch.nn.ConvTranspose1d)):
             handles.append(module.register_forward_pre_hook(_checker(signals)))
-    from sweeper.libraries.transformers.pristine import pristine
+    from sweeper.libraries.pristine import pristine
 
     try:
         with torch.no_grad(), pristine(model):

@@ -178,7 +178,7 @@ def _placeholder_inputs(
 def _forward(model: Any, inputs: dict[str, Any]) -> None:
     import torch
 
-    from sweeper.libraries.transformers.pristine import pristine
+    from sweeper.libraries.pristine import pristine
 
     with torch.no_grad(), pristine(model):
         model(**inputs)
