@@ -2,7 +2,7 @@
 
     sweep --top 100 --device trnsim           run (or resume) a sweep
     sweep one MODEL --device trnsim           one model, verbose
-    sweep report OUT | diff OLD NEW | publish OUT --to DIR [--compare OTHER] | serve DIR
+    sweep report OUT | diff OLD NEW | history RUN... | publish OUT --to DIR [--compare OTHER] | serve DIR
     sweep devices | catalog
 
 Bad input prints one line on stderr and exits 2; nothing is written.
@@ -257,6 +257,17 @@ def diff(
     text, code = diff_command(old, new, fail_on_regression=fail_on_regression)
     print(text)
     raise typer.Exit(code)
+
+
+@app.command()
+def history(
+    runs: Annotated[list[Path], typer.Argument(help="Sweep folders, oldest first, or one folder of dated sweep folders.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Where to write history.md, history.html and charts (default: the newest sweep's folder).")] = None,
+) -> None:
+    """Trends across sweeps: coverage and pass rate per night over the same models, the plan's items, changes, blockers, flaky verdicts."""
+    from sweeper.report.commands import write_history
+
+    print(write_history(runs, out))
 
 
 @app.command()

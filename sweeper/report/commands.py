@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from sweeper.report.analysis import analyse, summary
 from sweeper.report.load import gc_paused, read_sweep
@@ -56,3 +57,53 @@ def diff_command(old: Path, new: Path, *, fail_on_regression: bool) -> tuple[str
     text = render_diff(result, old_name=str(old), new_name=str(new))
     SweepFolder(new).diff.write_text(text, encoding="utf-8")
     return text, 1 if fail_on_regression and result.regressed_any else 0
+
+
+def write_history(runs: list[Path], out: Path | None = None) -> Path:
+    """Build history.md, history.html, history.json and history-charts/*.png from sweep
+    folders (oldest first, or one folder of dated sweep folders) into ``out`` (default:
+    the newest night's folder, beside its index.html); return the path of history.md."""
+    from sweeper.report.history import build_history
+    from sweeper.report.history_charts import write_history_charts
+    from sweeper.report.history_doc import render
+    from sweeper.report.history_page import render_history_page
+    from sweeper.report.history_runs import read_nights
+    from sweeper.storage.staged import Staged
+
+    with gc_paused():
+        nights = read_nights(runs)
+        h = build_history(nights)
+    target = Path(out) if out is not None else nights[-1].path
+    target.mkdir(parents=True, exist_ok=True)
+    with Staged(target) as staged:
+        charts = write_history_charts(h, staged.folder_path(names.HISTORY_CHARTS))
+        paths = {role: f"{names.HISTORY_CHARTS}/{name}" for role, name in charts.items()}
+        staged.text(names.HISTORY, render(h, charts=paths))
+        lookup = _relative(nights[-1].path / names.PAGE, target)
+        staged.text(names.HISTORY_PAGE, render_history_page(h, charts=paths, lookup=lookup))
+        staged.text(names.HISTORY_JSON, json.dumps(history_summary(h), indent=2, sort_keys=True, default=str) + "\n")
+    return target / names.HISTORY
+
+
+def history_summary(h: Any) -> dict[str, Any]:
+    """history.json: the nights' figures, the items' blocked weight and the flips, as data."""
+    from sweeper.report.history_flaky import flake_rates
+
+    return {
+        "common_models": len(h.common),
+        "weighted": h.weighted,
+        "nights": h.figures.to_dict(orient="records"),
+        "plan_items": h.items.drop(columns=["label"]).to_dict(orient="records"),
+        "blockers": h.blockers.to_dict(orient="records"),
+        "same_check_flips": h.flips.to_dict(orient="records"),
+        "rechecks": flake_rates(h.rechecks, h.labels).to_dict(orient="records"),
+    }
+
+
+def _relative(page: Path, folder: Path) -> str | None:
+    """``page`` relative to ``folder`` when it exists (None when it does not)."""
+    import os
+
+    if not page.is_file():
+        return None
+    return os.path.relpath(page.resolve(), folder.resolve())

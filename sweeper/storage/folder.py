@@ -6,6 +6,7 @@
     OUT/.sweep.lock             held while a sweep writes the folder (folder_lock.py)
     OUT/report.md, index.html, summary.json, records.parquet, charts/*.png   ``sweep report``
     OUT/diff.md                 ``sweep diff OLD OUT``
+    OUT/history.md, history.html, history.json, history-charts/*.png   ``sweep history ... --out OUT``
     OUT/repros/                 standalone reproducers of lowering-tool failures (trnsim)
 
 A published folder (``sweep publish``) holds the report files, a dataset card and a marker
@@ -34,6 +35,10 @@ SUMMARY = "summary.json"
 PARQUET = "records.parquet"
 CHARTS = "charts"
 DIFF = "diff.md"
+HISTORY = "history.md"
+HISTORY_PAGE = "history.html"
+HISTORY_JSON = "history.json"
+HISTORY_CHARTS = "history-charts"
 # REPROS ("repros", imported above): named in devices.base, the layer of the devices that write it.
 MODELS = "models.md"  # written by earlier versions: removed, index.html lists every model
 CARD = "README.md"  # a published folder's dataset card
