@@ -225,7 +225,8 @@ def _start_meta(folder: SweepFolder, cfg: SweepConfig, source: dict, device: dic
         previous = folder.read_meta()
     except UsageError:  # not JSON (a hand edit, a full disk): the sweep starts afresh
         previous = SweepMeta.missing()
-    meta = SweepMeta.begin(previous, config=cfg.to_dict(), source=source, device=device, versions=versions(), total=total)
+    meta = SweepMeta.begin(previous, config=cfg.to_dict(), source=source, device=device,
+                           versions={**versions(), **device.get("tools", {})}, total=total)
     folder.write_meta(meta)
     return meta
 

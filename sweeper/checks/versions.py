@@ -48,10 +48,12 @@ def _package_versions() -> dict[str, str]:
 
 
 def versions(device: Any = None) -> dict[str, str]:
-    """Package versions plus the device profile's name and hash, when the device has one."""
+    """Package versions plus, when the device has them, its profile's name and hash and the
+    versions of the tools that decide its verdicts (trnsim: the lowering tool)."""
     found = dict(_package_versions())
     if device is not None:
         profile = device.profile_info()
         if profile:
             found["device_profile"] = f"{profile.get('name', '?')}@{profile.get('hash', '?')}"
+        found.update(device.tool_versions())
     return found

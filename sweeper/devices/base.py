@@ -112,6 +112,11 @@ class Device:
         """Name and content hash of the capability profile (empty for plain devices)."""
         return {}
 
+    def tool_versions(self) -> dict[str, str]:
+        """``{package: version}`` of the tools outside torch whose behaviour decides the
+        device's verdicts (its compiler or lowering tool); empty for plain devices."""
+        return {}
+
     def float32_math(self) -> Float32Math:
         """How the device computes float32 matmuls and convolutions, as it declares it:
         exact float32 unless it says otherwise (a plugin whose chip reads float32 inputs

@@ -28,6 +28,7 @@ class DeviceSpec:
     kind: str  # torch | trnsim (``Device.kind``)
     profile: str | None  # the capability profile's path, None = the device's default
     profile_info: dict[str, str] = field(default_factory=dict)  # its name and content hash
+    tool_versions: dict[str, str] = field(default_factory=dict)  # its compiler's / lowering tool's version
     compile_backend: str | None = None  # --compile-backend; None = the device's own
     dtype: str = "float32"
     collect_all: bool = False
@@ -50,7 +51,10 @@ class DeviceSpec:
 
     def info(self) -> dict[str, Any]:
         """What ``sweep.json`` and check fingerprints say about the device."""
-        return {"spec": self.spec, "profile": dict(self.profile_info), "float32_math": dict(self.float32_math)}
+        info = {"spec": self.spec, "profile": dict(self.profile_info), "float32_math": dict(self.float32_math)}
+        if self.tool_versions:  # a new lowering tool re-runs the checks it judged
+            info["tools"] = dict(self.tool_versions)
+        return info
 
 
 def parse(spec: str) -> tuple[str, int | None]:
@@ -81,7 +85,8 @@ def resolve_device(cfg: SweepConfig, *, out_dir: str | None = None) -> tuple[Dev
         raise UsageError(f"device {dev.spec!r} is not usable here: {why}")
     spec = DeviceSpec(
         spec=dev.spec, name=name, index=index, kind=device.kind, profile=dev.profile,
-        profile_info=dict(device.profile_info()), compile_backend=dev.compile_backend, dtype=dev.dtype,
+        profile_info=dict(device.profile_info()), tool_versions=dict(device.tool_versions()),
+        compile_backend=dev.compile_backend, dtype=dev.dtype,
         collect_all=dev.collect_all, retie_weights=dev.retie_weights, gpus=device.gpus, out_dir=out_dir,
         strict_float32=dev.strict_float32, float32_math=_declared_math(device),
     )

@@ -134,7 +134,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("libraries", ""),
     ("devices", "hub"),
     ("settings",),
-    ("records",),
+    ("records", "diagnostics"),
     ("redact",),
     ("machine_paths",),
 )

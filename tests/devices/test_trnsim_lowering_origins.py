@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -162,3 +165,29 @@ def test_blame_probes_stop_at_their_own_time_budget(lowering, runaway_importer, 
     _, reason = _verdict(torch.sin, torch.rand(4, device="trnsim"))
     assert time.monotonic() - started < 15
     assert reason.op is None and reason.kind is ReasonKind.LOWERING_TOOL_ERROR
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_library_custom_op_is_judged_as_an_aten_op_in_every_dtype(lowering, tmp_path, monkeypatch, dtype):
+    """A custom op the profile does not declare is native by the profile's default: the tool
+    failing on it is the tool's in float32 and in bfloat16 alike, and its reproducer imports
+    the module that registers the op, exits 1 with the same diagnostic, and says so beside it."""
+    from custom_op_library import UsesCustomOp
+
+    from sweeper.diagnostics import signature
+
+    model = UsesCustomOp().to(dtype).to("trnsim")
+    cause, reason = _verdict(model, torch.randn(2, 8, device="trnsim", dtype=dtype))
+    assert (reason.kind, reason.op, reason.origin) == (ReasonKind.LOWERING_TOOL_ERROR, "sweeperlib::scaled_tanh",
+                                                       Origin.LOWERING_TOOL)
+    script = tmp_path / "repros" / "sweeperlib.scaled_tanh.py"
+    assert cause.repro == str(script)
+    assert "import custom_op_library  # registers sweeperlib::scaled_tanh" in script.read_text()
+    here = str(Path(__file__).parent)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": here})
+    assert run.returncode == 1, run.stderr
+    written = json.loads(script.with_suffix(".json").read_text())
+    assert written["signature"] == signature(reason.message) == signature(run.stderr)
+    assert written["torch-mlir"] == lowering.tool_version() != "absent"
+    assert f"Torch-MLIR {written['torch-mlir']}" in script.read_text()

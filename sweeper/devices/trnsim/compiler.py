@@ -180,9 +180,12 @@ def _verdict(gm: torch.fx.GraphModule, kind: str, profile: Profile, result: lowe
         return LoweringLimitError(f"{kind} graph: host-side lowering ran past its limits "
                                   f"({lowering.TIMEOUT_S:.0f} s, {lowering.MEMORY_BYTES >> 20} MiB extra): "
                                   f"{result.summary}", timed_out="did not finish" in result.summary)
-    if op is not None and (not op.startswith("aten::") or profile.policy(op, "compile") != "native"):
+    # Any op is judged by the profile, a library's custom op (``transformers::...``) as an
+    # aten op: one the profile does not declare is native by its default, so the tool failing
+    # on it is the tool's (with a reproducer), whatever namespace the op lives in.
+    if op is not None and profile.policy(op, "compile") != "native":
         return LoweringError(f"{kind} graph: {op} failed to legalize to StableHLO: {result.summary}", op=op)
-    repro = _reproducer(gm, op, kind, result.summary)
+    repro = _reproducer(gm, op, kind, result.summary, result.message)
     where = f"\nreproducer: {repro}" if repro else ""
     what = (f"Torch-MLIR failed to lower {op}, which the profile marks native" if op else
             "Torch-MLIR failed on the graph without naming an op, and no op of it fails alone")
@@ -206,7 +209,7 @@ def _harness_cause(message: str) -> str | None:
     return next((why for phrase, why in _HARNESS_CAUSES.items() if phrase in message), None)
 
 
-def _reproducer(gm: torch.fx.GraphModule, op: str | None, kind: str, summary: str) -> str | None:
+def _reproducer(gm: torch.fx.GraphModule, op: str | None, kind: str, summary: str, diagnostic: str) -> str | None:
     """Write a standalone reproducer under the repro folder, if one is set: the op alone
     when that fails too, else the whole graph (keyed by its hash)."""
     folder = state.STATE.repro_dir
@@ -214,7 +217,7 @@ def _reproducer(gm: torch.fx.GraphModule, op: str | None, kind: str, summary: st
         return None
     try:
         prepared = lowering.prepare(gm)
-        path = write_reproducer(prepared, op, folder, where=f"{kind} graph") if op else None
+        path = write_reproducer(prepared, op, folder, where=f"{kind} graph", diagnostic=diagnostic) if op else None
         if path is None:
             key = graph_key(prepared, kind) or hashlib.sha256(summary.encode()).hexdigest()
             path = write_graph_reproducer(prepared, key, folder, where=f"{kind} graph", summary=summary)

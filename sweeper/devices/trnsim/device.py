@@ -123,6 +123,13 @@ class TrnsimDevice(Device):
             self._profile = self._load()
         return self._profile.info()
 
+    def tool_versions(self) -> dict[str, str]:
+        """The lowering tool (Torch-MLIR) that compiles trnsim's graphs: its version decides
+        every lowering-tool finding."""
+        from sweeper.devices.trnsim.lowering import tool_version
+
+        return {"torch-mlir": tool_version()}
+
     def float32_math(self) -> Float32Math:
         """The profile's ``[precision]`` (exact float32 under ``--strict-float32``)."""
         if self._profile is None:

@@ -135,8 +135,21 @@ def check_graph(gm: torch.fx.GraphModule, kind: str, profile: Profile) -> None:
             refuse_ops([name], profile)
         for t in val if isinstance(val, (list, tuple)) else [val]:
             if isinstance(t, torch.Tensor) and t.dtype not in profile.dtypes:
-                _refuse(UnsupportedDtypeError(f"{kind} graph: {name or node.name} produces {t.dtype}, which trnsim lacks",
-                                              op=name, dtype=str(t.dtype)))
+                _refuse(UnsupportedDtypeError(f"{kind} graph: {name or node.name} produces {t.dtype}, which trnsim lacks"
+                                              f"{module_of(node)}", op=name, dtype=str(t.dtype)))
+
+
+def module_of(node: torch.fx.Node) -> str:
+    """`` (in module rotary_emb: FluxPosEmbed)``: the innermost model module whose code made
+    the node, as Dynamo recorded it, so a dtype gap names the code that needs it; '' when the
+    graph does not say."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path, cls = list(stack.values())[-1]
+    qualname = getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
+    where = str(path).removeprefix("L['self']").lstrip(".") or "the model"
+    return f" (in module {where}: {qualname})"
 
 
 def _refuse(exc: Any) -> None:

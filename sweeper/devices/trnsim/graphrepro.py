@@ -18,15 +18,15 @@ from pathlib import Path
 import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
-from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S
-from sweeper.devices.trnsim.reproducer import MAIN_SOURCE, _check, _literal, _NotWritable
+from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, tool_version
+from sweeper.devices.trnsim.reproducer import MAIN_SOURCE, _check, _literal, _NotWritable, write_outcome
 
 # Constants up to this many elements are written into the script as literals.
 MAX_CONSTANT_NUMEL = 1 << 16
 
 _TEMPLATE = '''"""Torch-MLIR fails to lower this graph to StableHLO, and no single op of it fails alone.
 
-Found by the sweeper's trnsim compile stage ({where}); torch {torch_version}.
+Found by the sweeper's trnsim compile stage ({where}); torch {torch_version}, Torch-MLIR {tool_version}.
 {summary}
 The graph as the compiler received it: input shapes and dtypes, every node's arguments,
 the values of its tensor constants. Run: python {filename}
@@ -130,7 +130,8 @@ def graph_script(gm: torch.fx.GraphModule, *, where: str, summary: str, filename
         return None
     body = "\n".join(f"    {line}" for line in lines)
     summary = summary.replace("\\", "/").replace('"""', "'''")
-    return _TEMPLATE.format(where=where, torch_version=torch.__version__, summary=summary, filename=filename,
+    return _TEMPLATE.format(where=where, torch_version=torch.__version__, tool_version=tool_version(), summary=summary,
+                            filename=filename,
                             body=body)
 
 
@@ -141,7 +142,7 @@ class GraphNotRebuilt(Exception):
     """The script's ``build()`` failed: it does not rebuild the graph, so it reproduces nothing."""
 
 
-def _reproduces(source: str) -> tuple[bool, str]:
+def _reproduces(source: str) -> tuple[bool, str, str]:
     """``reproducer._check`` for a whole-graph script, telling a script that cannot
     rebuild its graph (raises ``GraphNotRebuilt``) from one whose graph fails to lower."""
     namespace: dict[str, object] = {"__name__": "trnsim_repro"}
@@ -167,13 +168,14 @@ def write_graph_reproducer(gm: torch.fx.GraphModule, key: str, directory: str | 
     if source is None:
         return None
     try:
-        fails, mlir = run_isolated(lambda: _reproduces(source), timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
+        fails, mlir, said = run_isolated(lambda: _reproduces(source), timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
     except Overrun as exc:  # the tool ran away on the rebuilt graph: that reproduces too
-        fails, mlir = not str(exc).startswith(_UNBUILDABLE), ""
+        fails, mlir, said = not str(exc).startswith(_UNBUILDABLE), "", f"lowering aborted: {exc}"
     if not fails:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
+    write_outcome(path, said)
     if mlir:
         (folder / f"{stem}.mlir").write_text(mlir)
     return path

@@ -68,6 +68,18 @@ def unavailable_reason() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def tool_version() -> str:
+    """The installed Torch-MLIR's version (``20261001``), or ``absent``: records, sweep.json
+    and every reproducer name it, since an upstream bug report starts from it."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch-mlir")
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
 def decomposition_table() -> dict:
     """The decompositions Torch-MLIR's StableHLO path expects (core ATen without it)."""
     try:

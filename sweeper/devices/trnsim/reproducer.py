@@ -11,6 +11,7 @@ pipeline), when Torch-MLIR can import it at all.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
-from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, variant
+from sweeper.diagnostics import signature
+from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, tool_version, variant
 
 # The end of every reproducer script: import the graph with Torch-MLIR, print the failure and
 # exit 1 while it still fails (escaped for ``str.format``, like the templates it ends).
@@ -50,7 +52,7 @@ if __name__ == "__main__":
 
 _TEMPLATE = '''"""Torch-MLIR fails to lower {op} to StableHLO.
 
-Found by the sweeper's trnsim compile stage ({where}); torch {torch_version}.
+Found by the sweeper's trnsim compile stage ({where}); torch {torch_version}, Torch-MLIR {tool_version}.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
 Run: python {filename}  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
@@ -60,7 +62,7 @@ import sys
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
-
+{imports}
 OP = {target}
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
 INPUTS = {inputs}
@@ -135,13 +137,37 @@ def script_for(node: torch.fx.Node, *, where: str, filename: str) -> str | None:
     except _NotWritable:
         return None
     target = f"torch.ops.{node.target.namespace}.{node.target._opname}.{node.target._overloadname}"
-    return _TEMPLATE.format(op=op_name(node.target), where=where, torch_version=torch.__version__, filename=filename,
+    module = registering_module(node.target)
+    imports = f"import {module}  # registers {op_name(node.target)}\n" if module else ""
+    return _TEMPLATE.format(op=op_name(node.target), where=where, torch_version=torch.__version__,
+                            tool_version=tool_version(), filename=filename, imports=imports,
                             target=target, inputs=_literal(specs, []), args=args, kwargs=kwargs)
 
 
-def _check(source: str) -> tuple[bool, str]:
+# Op namespaces torch itself registers: their ops exist in any script that imports torch.
+TORCH_NAMESPACES = frozenset({"aten", "prims", "_refs", "quantized", "_quantized", "rngprims"})
+
+
+def registering_module(target: torch._ops.OpOverload) -> str | None:
+    """The Python module that registers a library's custom op (``transformers::X`` ->
+    ``transformers.integrations.moe``), which a standalone reproducer must import; None for
+    torch's own ops. A custom op defined with ``torch.library.custom_op`` knows its module;
+    any other is reached through its namespace's package."""
+    if target.namespace in TORCH_NAMESPACES:
+        return None
+    from torch._library.custom_ops import OPDEFS
+
+    opdef = OPDEFS.get(f"{target.namespace}::{target._opname}")
+    module = getattr(getattr(opdef, "_init_fn", None), "__module__", None)
+    if isinstance(module, str) and all(part.isidentifier() for part in module.split(".")):
+        return module
+    return target.namespace
+
+
+def _check(source: str) -> tuple[bool, str, str]:
     """Run the script's graph through Torch-MLIR here (in a child): whether it fails to
-    lower, and the node's torch-dialect MLIR ('' when not importable)."""
+    lower, the node's torch-dialect MLIR ('' when not importable) and the diagnostic it
+    fails with."""
     from torch_mlir.compiler_utils import OutputType
     from torch_mlir.fx import stateless_fx_import
 
@@ -149,42 +175,61 @@ def _check(source: str) -> tuple[bool, str]:
 
     namespace: dict[str, Any] = {"__name__": "trnsim_repro"}
     exec(compile(source, "<reproducer>", "exec"), namespace)  # noqa: S102 - our own generated source
-    fails = _import(namespace["build"](), "repro")[0] is None
+    lowered, diagnostics = _import(namespace["build"](), "repro")
     try:
         mlir = str(stateless_fx_import(namespace["build"](), output_type=OutputType.RAW, model_name="repro"))
     except Exception:  # noqa: BLE001 - no MLIR to show is an answer too
         mlir = ""
-    return fails, mlir
+    return lowered is None, mlir, "\n".join(diagnostics)
 
 
-def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *, where: str) -> Path | None:
-    """Write ``<directory>/<op>.py`` (and ``.mlir``) for the first node of ``op`` in ``gm``
-    that fails alone (one node per variant of the op is tried: a transposed convolution may
-    fail where the plain one lowers); the script's path, or None when no node of ``op`` can
-    be written down or every variant lowers alone (the failure needs its context, which a
-    one-node script cannot show)."""
+def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *, where: str,
+                     diagnostic: str = "") -> Path | None:
+    """Write ``<directory>/<op>.py`` (and ``.mlir``) for a node of ``op`` in ``gm`` that fails
+    alone (one node per variant of the op is tried: a transposed convolution may fail where
+    the plain one lowers), the first whose failure has the signature of ``diagnostic`` (the
+    graph's) when one has, else the first that fails; the script's path, or None when no node
+    of ``op`` can be written down or every variant lowers alone (the failure needs its
+    context, which a one-node script cannot show). Beside the script, ``<op>.json`` keeps
+    the diagnostic it failed with when it was written (``reproduced``)."""
     stem = op.split("::", 1)[1] if op.startswith("aten::") else op.replace("::", ".")
+    wanted = signature(diagnostic)
+    found: list[tuple[str, str, str]] = []
     for node in _variants(gm, op)[:MAX_VARIANTS]:
         source = script_for(node, where=where, filename=f"{stem}.py")
         if source is None:
             continue
         try:
-            fails, mlir = run_isolated(lambda src=source: _check(src), timeout=TIMEOUT_S, extra_memory=MEMORY_BYTES)
-        except Overrun:
-            fails, mlir = True, ""  # the tool ran away on the op alone: that reproduces too
-        if not fails:
-            continue
-        folder = Path(directory)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{stem}.py"
-        if path.exists() and path.read_text() != source:  # another variant of the op, met before
-            path = folder / f"{stem}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
-            source = source.replace(f"Run: python {stem}.py", f"Run: python {path.name}")
-        path.write_text(source)
-        if mlir:
-            path.with_suffix(".mlir").write_text(mlir)
-        return path
-    return None
+            fails, mlir, said = run_isolated(lambda src=source: _check(src), timeout=TIMEOUT_S,
+                                             extra_memory=MEMORY_BYTES)
+        except Overrun as exc:
+            fails, mlir, said = True, "", f"lowering aborted: {exc}"  # the tool ran away on the op alone: that reproduces too
+        if fails:
+            found.append((source, mlir, said))
+            if not wanted or signature(said) == wanted:
+                break
+    if not found:
+        return None
+    source, mlir, said = next((f for f in found if signature(f[2]) == wanted), found[0])
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.py"
+    if path.exists() and path.read_text() != source:  # another variant of the op, met before
+        path = folder / f"{stem}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
+        source = source.replace(f"Run: python {stem}.py", f"Run: python {path.name}")
+    path.write_text(source)
+    write_outcome(path, said)
+    if mlir:
+        path.with_suffix(".mlir").write_text(mlir)
+    return path
+
+
+def write_outcome(script: Path, diagnostic: str) -> None:
+    """``<script>.json``: the diagnostic the reproducer failed with when it was written, its
+    signature and the tool's version, for the report to compare with the failure it stands for."""
+    outcome = {"script": script.name, "exit": 1, "signature": signature(diagnostic),
+               "diagnostic": diagnostic[:4000], "torch-mlir": tool_version(), "torch": torch.__version__}
+    script.with_suffix(".json").write_text(json.dumps(outcome, indent=1) + "\n")
 
 
 # Variants of an op tried for a one-node reproducer, at most.
