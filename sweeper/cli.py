@@ -2,7 +2,8 @@
 
     sweep --top 100 --device trnsim           run (or resume) a sweep
     sweep one MODEL --device trnsim           one model, verbose
-    sweep report OUT | diff OLD NEW | history RUN... | publish OUT --to DIR [--compare OTHER] | serve DIR
+    sweep report OUT | diff OLD NEW | diff --expected CSV RUN | expect RUN --write CSV | history RUN...
+    sweep publish OUT --to DIR [--compare OTHER] | serve DIR
     sweep devices | catalog
 
 Bad input prints one line on stderr and exits 2; nothing is written.
@@ -247,16 +248,36 @@ def report(
 
 @app.command()
 def diff(
-    old: Annotated[Path, typer.Argument(help="The earlier sweep's folder.")],
-    new: Annotated[Path, typer.Argument(help="The later sweep's folder.")],
+    old: Annotated[Path, typer.Argument(help="The earlier sweep's folder (with --expected: the sweep to judge).")],
+    new: Annotated[Path | None, typer.Argument(help="The later sweep's folder.")] = None,
     fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when anything regressed.")] = False,
+    expected: Annotated[Path | None, typer.Option("--expected", help="An expected-results CSV (`sweep expect`): exit 1 on any model worse than it, print the lines to change for the rest.")] = None,
 ) -> None:
-    """Fixed / regressed / new / gone models per stage between two sweeps."""
-    from sweeper.report.commands import diff_command
+    """Fixed / regressed / new / gone models per stage between two sweeps, or one sweep against its expected results."""
+    from sweeper.report.commands import diff_command, expected_command
 
-    text, code = diff_command(old, new, fail_on_regression=fail_on_regression)
+    if expected is not None:
+        if new is not None:
+            raise UsageError("with --expected, give one sweep folder: sweep diff --expected FILE RUN")
+        text, code = expected_command(old, expected)
+    elif new is None:
+        raise UsageError("sweep diff needs two sweep folders (OLD NEW), or --expected FILE and one")
+    else:
+        text, code = diff_command(old, new, fail_on_regression=fail_on_regression)
     print(text)
     raise typer.Exit(code)
+
+
+@app.command()
+def expect(
+    run: Annotated[Path, typer.Argument(help="The sweep folder whose results become the expected ones.")],
+    write: Annotated[Path | None, typer.Option("--write", help="The CSV to write (its `tracking` column is kept); without it, print the CSV.")] = None,
+) -> None:
+    """Write a sweep's results as an expected-results CSV to check in (`sweep diff --expected` gates on it)."""
+    from sweeper.report.commands import expect_command
+
+    text = expect_command(run, write)
+    print(text if write is None else f"expected results: {write} ({text.count(chr(10)) - 1} models)")
 
 
 @app.command()

@@ -107,3 +107,18 @@ def _relative(page: Path, folder: Path) -> str | None:
     if not page.is_file():
         return None
     return os.path.relpath(page.resolve(), folder.resolve())
+
+
+def expect_command(run: Path, write: Path | None) -> str:
+    """``sweep expect RUN [--write CSV]``: the sweep's expected-results CSV (written when asked)."""
+    from sweeper.report.expected import write_expected
+
+    return write_expected(read_sweep(Path(run)), write)
+
+
+def expected_command(run: Path, expected: Path) -> tuple[str, int]:
+    """``sweep diff --expected CSV RUN``: (what to print, exit code: 1 when a model is worse)."""
+    from sweeper.report.expected import judge, read_expected, render_judgement
+
+    want = read_expected(expected)
+    return render_judgement(judge(read_sweep(Path(run)), want), expected_path=str(expected))
