@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Nightly sweep on a Ray cluster, then a diff against the previous night.
+# Nightly sweep on a Ray cluster, then a diff against the previous night, the history of
+# every night, and a gate on the expected results a team checks in.
 #
 # Runs as the entrypoint of a Ray job (the RayCronJob in raycronjob.yaml, or
 # `ray job submit -- bash configs/cluster/nightly.sh`). Only this driver writes the
@@ -7,7 +8,11 @@
 # for the same night resumes the same folder: every model is recorded exactly once.
 #
 # Settings (environment): SWEEP_RESULTS (shared folder), SWEEP_DEVICE, SWEEP_TOP,
-# SWEEP_TIMEOUT, SWEEP_EXTRA (more sweep flags, e.g. "--catalog /data/hub.csv").
+# SWEEP_TIMEOUT, SWEEP_EXTRA (more sweep flags, e.g. "--catalog /data/hub.csv"),
+# SWEEP_CACHE (the check cache shared by the nights; default: a cache folder beside them, so
+# a night re-runs only the checks whose fingerprint changed), SWEEP_EXPECTED (an
+# expected-results CSV written by `sweep expect`: the job fails when a model does worse
+# than it; unset: no gate).
 #
 # Token authentication: the sweep joins the cluster (--address auto) with the token Ray's
 # clients read: RAY_AUTH_TOKEN (KubeRay sets it, with RAY_AUTH_MODE=token, in every Ray
@@ -29,6 +34,7 @@ previous="$(find "${results}" -mindepth 1 -maxdepth 1 -type d -name '20*' ! -nam
 sweep --top "${SWEEP_TOP:-1000}" --device "${SWEEP_DEVICE:-trnsim}" \
     --executor ray --address auto \
     --timeout "${SWEEP_TIMEOUT:-600}" --retries 2 \
+    --cache "${SWEEP_CACHE:-${results}/cache}" \
     --out "${out}" --quiet ${SWEEP_EXTRA:-}
 
 if [[ -n "${previous}" ]]; then
@@ -36,3 +42,15 @@ if [[ -n "${previous}" ]]; then
     echo "diff against ${previous}: ${out}/diff.md"
 fi
 ln -sfn "${out}" "${results}/latest"
+
+# Every night so far: history.md and history.html beside tonight's index.html.
+sweep history "${results}" --out "${out}"
+
+# The gate: exit 1 when a model does worse than the checked-in expectation (tonight's
+# folder keeps what it said: which model, why, and the baseline lines to change).
+if [[ -n "${SWEEP_EXPECTED:-}" ]]; then
+    status=0
+    sweep diff --expected "${SWEEP_EXPECTED}" "${out}" > "${out}/expected.txt" || status=$?
+    cat "${out}/expected.txt"
+    exit "${status}"
+fi

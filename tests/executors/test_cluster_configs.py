@@ -3,6 +3,7 @@ parse with the real CLI, and the nightly script sweeps, diffs and links as docum
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -180,7 +181,9 @@ def fake_sweep(tmp_path: Path) -> Path:
     stub.write_text(
         "#!/usr/bin/env bash\n"
         'echo "$*" >> "$SWEEP_LOG"\n'
+        'if [[ "$1" == diff && "$2" == --expected ]]; then echo "judged $4 against $3"; exit "${FAKE_GATE:-0}"; fi\n'
         'if [[ "$1" == diff ]]; then echo "diff $2 $3"; exit 0; fi\n'
+        'if [[ "$1" == history ]]; then exit 0; fi\n'
         'while [[ $# -gt 0 ]]; do if [[ "$1" == --out ]]; then mkdir -p "$2"; touch "$2/report.md"; fi; shift; done\n'
     )
     stub.chmod(0o755)
@@ -195,13 +198,41 @@ def test_nightly_script_sweeps_then_diffs_against_the_previous_night(tmp_path, f
     log = tmp_path / "log"
     env = {**os.environ, "PATH": f"{fake_sweep}:{os.environ['PATH']}", "SWEEP_RESULTS": str(results), "SWEEP_LOG": str(log)}
     subprocess.run(["bash", str(CLUSTER / "nightly.sh")], check=True, env=env, capture_output=True)
-    sweep_line, diff_line = log.read_text().splitlines()
+    sweep_line, diff_line, history_line = log.read_text().splitlines()
     params = _parses("sweep " + sweep_line)
     assert (params["top"], params["device"], params["address"]) == (1000, "trnsim", "auto")
+    assert params["cache"] == str(results / "trnsim" / "cache")  # a night re-runs only what changed
     tonight = Path(params["out"])
     assert diff_line == f"diff {results / 'trnsim' / '2000-01-01'} {tonight}"
     assert (tonight / "diff.md").read_text().startswith("diff ")
     assert (results / "trnsim" / "latest").resolve() == tonight.resolve()
+    history = _subcommand(history_line)
+    assert (list(map(str, history["runs"])), str(history["out"])) == ([str(results / "trnsim")], str(tonight))
+
+
+def _subcommand(line: str) -> dict:
+    """A subcommand's parameters as the real CLI parses ``line`` (``history RUN --out DIR``)."""
+    args = shlex.split(line)
+    group = typer.main.get_command(app)
+    command = group.get_command(group.make_context("sweep", []), args[0])
+    return command.make_context(args[0], args[1:]).params
+
+
+@pytest.mark.parametrize("gate", [0, 1])
+def test_nightly_script_gates_on_the_expected_results(tmp_path, fake_sweep, gate):
+    results, log, expected = tmp_path / "results", tmp_path / "log", CLUSTER / "expected" / "trnsim.csv"
+    env = {**os.environ, "PATH": f"{fake_sweep}:{os.environ['PATH']}", "SWEEP_RESULTS": str(results),
+           "SWEEP_LOG": str(log), "SWEEP_EXPECTED": str(expected), "FAKE_GATE": str(gate)}
+    proc = subprocess.run(["bash", str(CLUSTER / "nightly.sh")], env=env, capture_output=True, text=True)
+    assert proc.returncode == gate, proc.stderr
+    tonight = Path(_parses("sweep " + log.read_text().splitlines()[0])["out"])
+    assert log.read_text().splitlines()[-1] == f"diff --expected {expected} {tonight}"
+    assert str(_subcommand(log.read_text().splitlines()[-1])["expected"]) == str(expected)
+    assert (tonight / "expected.txt").read_text() == f"judged {tonight} against {expected}\n"
+    assert f"judged {tonight}" in proc.stdout
+    cron = yaml.safe_load(_load("raycronjob.yaml")["spec"]["jobTemplate"]["runtimeEnvYAML"])["env_vars"]
+    assert cron["SWEEP_EXPECTED"] == "/app/configs/cluster/expected/trnsim.csv"  # the image's copy of the file
+    assert next(csv.reader(expected.open())) == ["model", "outcome", "blocking_op", "signature", "tracking"]
 
 
 @pytest.mark.parametrize(
