@@ -17,7 +17,7 @@ from typing import Any
 from sweeper.checks import compile_time, components, control, origins, part_memo, stages
 from sweeper.checks.classify import classify
 from sweeper.checks.repro import repro_command
-from sweeper.checks.versions import versions
+from sweeper.checks.versions import library_versions, versions
 from sweeper.devices.base import Device, Recording
 from sweeper.devices.spec import DeviceSpec
 from sweeper.libraries.built import Built
@@ -134,6 +134,11 @@ def check_model(ref: ModelRef, cfg: SweepConfig, *, on_stage: Callable[[str], No
     return checker.check(ref)
 
 
+def _present(found: dict[str, str]) -> dict[str, str]:
+    """``found`` without the packages that are not installed."""
+    return {name: version for name, version in found.items() if version != "absent"}
+
+
 def _check(
     ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
     on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
@@ -150,7 +155,9 @@ def _check(
     try:
         if failed is not None or device is None:
             raise failed or RuntimeError("no device")
-        record.versions = versions(device)
+        # The versions that decide this model's verdict: torch, the device's profile and
+        # tools, and the packages its library builds it with (timm, diffusers, ...).
+        record.versions = {**versions(device), **_present(library_versions(record.library_name))}
         record.precision = device.float32_math().to_dict()
         _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of, parts=parts)
     except Exception as exc:  # set-up outside any stage: still one record
