@@ -55,6 +55,9 @@ class ReasonKind(str, Enum):
     LOWERING_TOOL_ERROR = "lowering_tool_error"
     GRAPH_BREAK = "graph_break"
     NUMERICS = "numerics"
+    # The device's two runs with the same seed and inputs differ past the tolerance: it
+    # cannot be judged against the CPU (an outcome of its own, ``Outcome.NONDETERMINISTIC``).
+    DEVICE_NONDETERMINISTIC = "device_nondeterministic"
     UNTIED_WEIGHTS = "untied_weights"
     NO_GRADIENT = "no_gradient"
     OOM = "oom"
@@ -86,6 +89,9 @@ class Outcome(str, Enum):
     MODEL = "model"
     ENVIRONMENT = "environment"
     SKIP = "skip"
+    # Only device blockers that say its own two runs differ past the tolerance: neither a
+    # pass nor a numerics failure (the device cannot be judged), counted apart.
+    NONDETERMINISTIC = "nondeterministic"
 
 
 class Origin(str, Enum):
@@ -122,6 +128,7 @@ REASON_KINDS: dict[ReasonKind, KindInfo] = {
     ReasonKind.LOWERING_TOOL_ERROR: KindInfo(_L, Status.FAIL),
     ReasonKind.GRAPH_BREAK: KindInfo(_D, Status.FAIL),
     ReasonKind.NUMERICS: KindInfo(_D, Status.FAIL),
+    ReasonKind.DEVICE_NONDETERMINISTIC: KindInfo(_D, Status.FAIL),
     ReasonKind.UNTIED_WEIGHTS: KindInfo(_D, Status.FAIL, soft=True),
     ReasonKind.NO_GRADIENT: KindInfo(_D, Status.FAIL),
     ReasonKind.OOM: KindInfo(_D, Status.FAIL),
@@ -448,7 +455,8 @@ def decide_outcome(status: Status, blockers: list[Reason], reason: Reason | None
     kept) is looked at: the first origin of ``ORIGIN_PRECEDENCE`` present decides, and the
     first blocker of that origin is the reason. A skipped model counts as the environment's
     when an environment blocker skipped it, else as skipped by choice. A failure with no
-    blocker recorded is ours to explain (harness).
+    blocker recorded is ours to explain (harness). A device whose only device blockers say
+    its own two runs differ past the tolerance is ``nondeterministic``.
     """
     if status is Status.PASS:
         return Outcome.PASS, None
@@ -459,5 +467,8 @@ def decide_outcome(status: Status, blockers: list[Reason], reason: Reason | None
     for origin in ORIGIN_PRECEDENCE:
         deciding = next((b for b in found if b.origin is origin), None)
         if deciding is not None:
+            if origin is Origin.DEVICE and all(b.kind is ReasonKind.DEVICE_NONDETERMINISTIC
+                                               for b in found if b.origin is origin):
+                return Outcome.NONDETERMINISTIC, deciding
             return Outcome(origin.value), deciding
     return Outcome.HARNESS, reason

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from sweeper.checks import backend_breaks, randomness, selfnoise, shapes
+from sweeper.checks import backend_breaks, device_runs, randomness, selfnoise, shapes
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
@@ -208,6 +208,7 @@ def forward(ctx: StageContext) -> None:
     _numerics(ctx, "forward", diff)
     _numerics(ctx, "tolerance", tol.to_dict())
     ctx.findings["max_abs_diff"] = diff.max_abs
+    _run_twice(ctx, "forward", {"output": got}, tol)
     if diff.within or (replay is None and _nondeterministic(ctx, tol)) or \
             _cleared(ctx, "forward", diff, tol, {"output": got}):
         return
@@ -261,6 +262,34 @@ def _nondeterministic(ctx: StageContext, tol: Tolerance) -> bool:
 
 
 
+def _run_twice(ctx: StageContext, stage: str, got: dict[str, torch.Tensor], tol: Tolerance) -> None:
+    """The device run a second time, same seed, inputs and draws (``device_runs``): its spread
+    recorded and judged against the CPU's own; raises when the device's own spread is past
+    the tolerance. A second run that fails leaves the verdict to the first."""
+    built, seed = _built(ctx), ctx.cfg.materialise.seed
+    try:
+        if stage == "forward":
+            again: Any = device_runs.output_again(built.model, ctx.inputs, seed=seed, draws=ctx.forward_how.get("draws"))
+        else:
+            again = device_runs.gradients_again(built.model, ctx.inputs, seed=seed, has_labels=built.has_labels,
+                                                how=ctx.backward_how or {})
+        ctx.device.synchronize()
+        found = device_runs.spread(stage, got, again, tol)
+    except Exception as exc:  # noqa: BLE001 - an inconclusive second run judges nothing
+        ctx.findings.setdefault("numerics", {}).setdefault("device_runs", {})[stage] = {
+            "failed": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        return
+
+    def cpu_noise() -> Diff | None:
+        if stage == "forward":
+            return selfnoise.output_noise(built.model, built.inputs, ctx.reference, seed=seed, tol=tol,  # type: ignore[arg-type]
+                                          draws=ctx.forward_how.get("draws"))
+        return selfnoise.gradient_noise(built.model, built.inputs, ctx.reference_grads or {}, seed=seed,
+                                        has_labels=built.has_labels, tol=tol, how=ctx.backward_how or {})
+
+    device_runs.judge(ctx.findings.setdefault("numerics", {}), stage, found, tol, cpu_noise)
+
+
 def _over(ctx: StageContext, stage: str, diff: Diff) -> None:
     """Record, as a field, which stage and tensor went past the tolerance."""
     _numerics(ctx, "over", {"stage": stage, "tensor": NUMERICS_TENSORS[stage], **diff.to_dict()})
@@ -310,6 +339,7 @@ def _noise(ctx: StageContext, stage: str, diff: Diff, tol: Tolerance, got: dict[
     except Exception as exc:  # noqa: BLE001 - no second run: the wider-format proof decides
         _numerics(ctx, "noise", {"stage": stage, "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
         return False
+    noise = device_runs.larger(noise, ctx.findings.get("numerics", {}), stage)  # the device's own spread, if larger
     found = selfnoise.finding(stage, NUMERICS_TENSORS[stage], diff, noise)
     _numerics(ctx, "within_noise" if found["within"] else "noise", found)
     return bool(found["within"])
@@ -438,6 +468,7 @@ def _judge_gradients(ctx: StageContext) -> None:
         raise NonFiniteReferenceError("the CPU reference gradients have NaN: the model's own result, so the "
                                       "device's cannot be judged against them")
     _numerics(ctx, "backward", diff)
+    _run_twice(ctx, "backward", got, tol)
     if diff.within or "nondeterministic" in ctx.findings.get("numerics", {}) or \
             _cleared(ctx, "backward", diff, tol, got):
         return

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.report import findings
-from sweeper.report.load import CATEGORIES, TRIED, SweepData
+from sweeper.report.load import CATEGORIES, OPTIONAL_CATEGORIES, TRIED, SweepData
 
 # Outcomes that never reached the device: the breakdowns count them as not tried.
 NOT_TRIED = ("environment", "skip")
@@ -41,7 +41,7 @@ def overview(data: SweepData) -> dict[str, Any]:
     device pass rate: passing models over those that pass or fail for the device's sake."""
     m = data.models
     cats = m["category"].value_counts()
-    counts = {name: int(cats.get(name, 0)) for name in CATEGORIES}
+    counts = {name: int(cats.get(name, 0)) for name in CATEGORIES if name not in OPTIONAL_CATEGORIES or cats.get(name)}
     tested = counts["pass"] + counts["device"]
     return {
         "models": len(m),

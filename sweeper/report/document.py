@@ -112,6 +112,7 @@ OUTCOME_NOTES = {
     "model": "fails on the CPU too, with the model's own configuration",
     "environment": "access, packaging, network, config: the device was never tried",
     "skip": "not tried",
+    "nondeterministic": "the device's own two runs (same seed, same inputs) differ past the tolerance: not judged",
 }
 
 

@@ -42,7 +42,11 @@ CATEGORIES: dict[str, str] = {
     "model": "model",
     "environment": "environment",
     "skip": "skip",
+    "nondeterministic": "device nondeterministic",
 }
+# Outcomes only some sweeps have: counted (and shown) only when a model has one, so that
+# the outcome tables of sweeps without one read as before.
+OPTIONAL_CATEGORIES = frozenset({"nondeterministic"})
 TRIED = ("pass", "device")  # the device pass rate's denominator
 MODEL_COLUMNS = [
     "key", "model_id", "rank", "downloads", "pipeline_tag", "library_name", "model_type",
