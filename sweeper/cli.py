@@ -98,6 +98,7 @@ def sweep(
     max_download_gb: Annotated[float | None, typer.Option("--max-download-gb", help="Pretrained: skip larger weight downloads (default: free disk).")] = None,
     no_reuse: Annotated[bool, typer.Option("--no-reuse", help="Run every model's check, even when another model's is the same.")] = False,
     cache: Annotated[str | None, typer.Option("--cache", help="A folder of results across sweeps, keyed by check fingerprint.")] = None,
+    recheck: Annotated[float | None, typer.Option("--recheck", help="With --cache: run a seeded P% of the checks the cache answers again and record whether each verdict came back (flaky verdicts).")] = None,
     config: Annotated[str | None, typer.Option("--config", help="A TOML file of settings (CLI flags win).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report.md after the sweep.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
@@ -115,7 +116,7 @@ def sweep(
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
               num_gpus=num_gpus, retries=retries, worker_max_models=worker_max_models, seed=seed,
               max_in_flight=max_in_flight, memory_limit_mb=memory_limit_mb, hub_rpm=hub_rpm, hub_tries=hub_tries,
-              max_params=max_params, max_download_gb=max_download_gb, cache=cache),
+              max_params=max_params, max_download_gb=max_download_gb, cache=cache, recheck=recheck),
         config_file=config,
     )
     if catalog and not source:

@@ -184,6 +184,9 @@ def _run(
             learnt["total"] = total
         if reuse.cache is not None:
             learnt["cache"] = describe_cache(reuse.cache)
+            if cfg.output.recheck:
+                learnt["cache"].update(recheck=cfg.output.recheck, rechecked=reuse.rechecked,
+                                       not_reproduced=reuse.not_reproduced)
         folder.write_meta(meta.finish(time.monotonic() - started, interrupted=interrupted, **learnt))
     if stream is not None and stream.error is not None:
         raise stream.error  # the listing broke off: the records so far are kept, a rerun resumes

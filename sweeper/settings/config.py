@@ -129,6 +129,7 @@ class OutputSettings:
     out: str | None = None
     reuse: bool = True
     cache: str | None = None
+    recheck: float = 0.0  # percent of the checks --cache answers that run again (sweeper.storage.recheck)
 
 
 SECTIONS: dict[str, type] = {

@@ -47,6 +47,7 @@ REALS: tuple[tuple[str, float, float, str], ...] = (
 NON_NEGATIVE: tuple[tuple[str, float, str], ...] = (
     ("num_gpus", 64.0, "GPUs per model"),
     ("atol", math.inf, "a tolerance"),
+    ("recheck", 100.0, "a percentage of the checks the cache answers"),
 )
 
 
@@ -76,6 +77,8 @@ def check_numbers(cfg: Any) -> None:
         value = _real(name, getattr(cfg, name), what, above=None, high=high)
         if value < 0:
             raise UsageError(f"{flag(name)} must be 0 or more ({what}), got {value:g}")
+    if getattr(cfg, "recheck", 0) and not getattr(cfg, "cache", None):
+        raise UsageError("--recheck re-runs checks the cache answers: it needs --cache DIR")
 
 
 def _real(name: str, value: Any, what: str, *, above: float | None, high: float) -> float:

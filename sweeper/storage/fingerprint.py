@@ -41,7 +41,7 @@ NOT_OUTCOME = frozenset(
         "top", "source", "catalog", "executor", "out", "workers", "address", "retries", "worker_max_models",
         "max_in_flight", "hub_timeout", "hub_limit", "hub_backoff_s", "tasks", "libraries", "model_types", "include",
         "exclude",
-        "num_gpus", "reuse", "cache",
+        "num_gpus", "reuse", "cache", "recheck",
         # The profile's file path is replaced by its content hash (environment part).
         "device_profile",
     }

@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 from sweeper.libraries.registry import library_name_of
 from sweeper.records import ModelRecord, ModelRef, Reason
 from sweeper.redact import redact_obj
+from sweeper.storage import recheck
 from sweeper.storage.cache import ResultCache
 
 # Notes that describe one worker's run, not the check's outcome.
-RUN_NOTES = ("infra_retries", "worker_recycled")
+RUN_NOTES = ("infra_retries", "worker_recycled", recheck.NOTE)
 Fingerprint = Callable[[ModelRef], str]
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class Reuse:
         cache: ResultCache | None = None,
         cacheable: Callable[[ModelRef], bool] = lambda ref: True,
         explain: Callable[[ModelRef], dict[str, str]] | None = None,
+        recheck: Callable[[str], bool] = lambda fp: False,
     ) -> None:
         self.fingerprint = fingerprint
         self.repro = repro
@@ -133,6 +135,10 @@ class Reuse:
         self.running: dict[str, ModelRef] = {}  # ref key -> the representative in flight
         # id(answer) -> (answer, its to_dict()): serialised once for all its copies
         self._outcomes: dict[int, tuple[ModelRecord, dict[str, Any]]] = {}
+        # ``--recheck``: which cache hits run again; fingerprint -> the cached record, while its run is out
+        self.recheck = recheck
+        self.rechecking: dict[str, ModelRecord] = {}
+        self.rechecked = self.not_reproduced = 0
         if enabled:
             for record in known:
                 fp = record.notes.get("fingerprint")
@@ -179,10 +185,13 @@ class Reuse:
             yield ref
 
     def _answer(self, fp: str) -> ModelRecord | None:
-        if fp not in self.answers and self.cache is not None:
+        if fp not in self.answers and self.cache is not None and fp not in self.rechecking:
             cached = self.cache.get(fp)
             if cached is not None:
                 cached.notes["cached_from_sweep"] = cached.sweep_id
+                if self.recheck(fp):  # run it again; its record will say whether the verdict came back
+                    self.rechecking[fp] = cached
+                    return None
                 self.answers[fp] = cached
         return self.answers.get(fp)
 
@@ -199,6 +208,11 @@ class Reuse:
         if not fp:
             return [record]
         record.notes["fingerprint"] = fp
+        cached = self.rechecking.pop(fp, None) if reusable(record) else None
+        if cached is not None:
+            record.notes[recheck.NOTE] = found = recheck.note(cached, record)
+            self.rechecked += 1
+            self.not_reproduced += not found["reproduced"]
         if ref is not None and self.explain is not None:
             record.notes["fingerprint_parts"] = self.explain(ref)
         if ref is not None and self.cache is not None and reusable(record) and self.cacheable(ref):
@@ -258,8 +272,9 @@ def for_sweep(cfg: SweepConfig, device_info: dict, *, known: Iterable[ModelRecor
         return Reuse(lambda ref: "", repro=lambda ref: repro_command(ref, cfg), enabled=False)
     fingerprinter = Fingerprinter(cfg, device_info)
     cache = ResultCache(cfg.output.cache) if cfg.output.cache else None
+    percent, seed = cfg.output.recheck, cfg.materialise.seed
     return Reuse(
         fingerprinter, repro=lambda ref: repro_command(ref, cfg), enabled=cfg.output.reuse,
         known=known if cfg.output.reuse else (), cache=cache, cacheable=fingerprinter.cacheable,
-        explain=fingerprinter.parts,
+        explain=fingerprinter.parts, recheck=lambda fp: recheck.chosen(fp, percent=percent, seed=seed),
     )
