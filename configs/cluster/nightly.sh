@@ -12,7 +12,9 @@
 # SWEEP_CACHE (the check cache shared by the nights; default: a cache folder beside them, so
 # a night re-runs only the checks whose fingerprint changed), SWEEP_EXPECTED (an
 # expected-results CSV written by `sweep expect`: the job fails when a model does worse
-# than it; unset: no gate).
+# than it; unset: no gate), SWEEP_RECHECK (a percentage of the checks the cache answers
+# to run again, so that a verdict that flips under the same fingerprint is seen: the
+# history's flake rate; unset: none), SWEEP_NIGHT (the night's folder name; default: today, UTC).
 #
 # Token authentication: the sweep joins the cluster (--address auto) with the token Ray's
 # clients read: RAY_AUTH_TOKEN (KubeRay sets it, with RAY_AUTH_MODE=token, in every Ray
@@ -22,7 +24,7 @@
 set -euo pipefail
 
 results="${SWEEP_RESULTS:-/results}/${SWEEP_DEVICE:-trnsim}"
-night="$(date -u +%Y-%m-%d)"
+night="${SWEEP_NIGHT:-$(date -u +%Y-%m-%d)}"
 out="${results}/${night}"
 mkdir -p "${results}"
 
@@ -34,7 +36,7 @@ previous="$(find "${results}" -mindepth 1 -maxdepth 1 -type d -name '20*' ! -nam
 sweep --top "${SWEEP_TOP:-1000}" --device "${SWEEP_DEVICE:-trnsim}" \
     --executor ray --address auto \
     --timeout "${SWEEP_TIMEOUT:-600}" --retries 2 \
-    --cache "${SWEEP_CACHE:-${results}/cache}" \
+    --cache "${SWEEP_CACHE:-${results}/cache}" ${SWEEP_RECHECK:+--recheck "${SWEEP_RECHECK}"} \
     --out "${out}" --quiet ${SWEEP_EXTRA:-}
 
 if [[ -n "${previous}" ]]; then

@@ -202,6 +202,7 @@ def test_nightly_script_sweeps_then_diffs_against_the_previous_night(tmp_path, f
     params = _parses("sweep " + sweep_line)
     assert (params["top"], params["device"], params["address"]) == (1000, "trnsim", "auto")
     assert params["cache"] == str(results / "trnsim" / "cache")  # a night re-runs only what changed
+    assert params["recheck"] is None  # SWEEP_RECHECK unset: no recheck
     tonight = Path(params["out"])
     assert diff_line == f"diff {results / 'trnsim' / '2000-01-01'} {tonight}"
     assert (tonight / "diff.md").read_text().startswith("diff ")
@@ -222,16 +223,20 @@ def _subcommand(line: str) -> dict:
 def test_nightly_script_gates_on_the_expected_results(tmp_path, fake_sweep, gate):
     results, log, expected = tmp_path / "results", tmp_path / "log", CLUSTER / "expected" / "trnsim.csv"
     env = {**os.environ, "PATH": f"{fake_sweep}:{os.environ['PATH']}", "SWEEP_RESULTS": str(results),
-           "SWEEP_LOG": str(log), "SWEEP_EXPECTED": str(expected), "FAKE_GATE": str(gate)}
+           "SWEEP_LOG": str(log), "SWEEP_EXPECTED": str(expected), "FAKE_GATE": str(gate),
+           "SWEEP_RECHECK": "5", "SWEEP_NIGHT": "2000-01-03"}
     proc = subprocess.run(["bash", str(CLUSTER / "nightly.sh")], env=env, capture_output=True, text=True)
     assert proc.returncode == gate, proc.stderr
-    tonight = Path(_parses("sweep " + log.read_text().splitlines()[0])["out"])
+    params = _parses("sweep " + log.read_text().splitlines()[0])
+    tonight = Path(params["out"])
+    assert tonight == results / "trnsim" / "2000-01-03" and params["recheck"] == 5.0
     assert log.read_text().splitlines()[-1] == f"diff --expected {expected} {tonight}"
     assert str(_subcommand(log.read_text().splitlines()[-1])["expected"]) == str(expected)
     assert (tonight / "expected.txt").read_text() == f"judged {tonight} against {expected}\n"
     assert f"judged {tonight}" in proc.stdout
     cron = yaml.safe_load(_load("raycronjob.yaml")["spec"]["jobTemplate"]["runtimeEnvYAML"])["env_vars"]
     assert cron["SWEEP_EXPECTED"] == "/app/configs/cluster/expected/trnsim.csv"  # the image's copy of the file
+    assert float(cron["SWEEP_RECHECK"]) == 5
     assert next(csv.reader(expected.open())) == ["model", "outcome", "blocking_op", "signature", "tracking"]
 
 
