@@ -159,7 +159,7 @@ def blocker_spans(nights: list[Night]) -> pd.DataFrame:
         models: dict[str, set[str]] = defaultdict(set)
         for key, kind, op, message in zip(b["key"], b["kind"], b["op"], b["message"]):
             models[blocker_name(str(kind), op, str(message or ""))].add(key)
-        for name, keys in models.items():
+        for name in models:
             first.setdefault(name, night.label)
             last[name] = night.label
             count[name] += 1
