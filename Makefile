@@ -30,8 +30,9 @@ install: $(STAMP)
 sweep: install
 	$(SWEEP) --top 50 --device trnsim --source zoo --out $(OUT)
 
-# In parallel, one worker per core (tests that start Ray or the browser share one worker:
-# tests/conftest.py's SERIAL_GROUPS); TEST_WORKERS=0 runs them in this process.
+# In parallel, one worker per core (the tests of one group, such as those sharing a Ray
+# session or the browser, keep to one worker: tests/conftest.py's SERIAL_GROUPS);
+# TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= auto
 test: install
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --durations=10 $(PYTEST_ARGS)

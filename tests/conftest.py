@@ -81,12 +81,17 @@ def _imports_trnsim_at_top(path: Path) -> bool:
     return False
 
 
-# Tests that start a Ray instance or drive the browser run on one worker of a parallel run
-# (``pytest -n``, ``--dist loadgroup``): each starts processes of its own that take both
-# cores, and two at once only wait for each other.
+# Tests of one group run on one worker of a parallel run (``pytest -n``, ``--dist
+# loadgroup``), one after another; groups run beside each other and beside every other test.
+# "ray": the tests that share one local Ray session per worker (``ray_session``): one worker
+# starts it once. The others start processes of their own on free ports (a fake GCS, a
+# private Ray in its own temp folder, a two-node cluster, a wheel installed in a fresh venv
+# that sweeps without Ray), so they need no Ray session and can run beside it.
 SERIAL_GROUPS = {
-    "ray": ("executors/test_ray", "executors/test_two_node_cluster", "executors/test_job_submit",
-            "executors/test_running_models", "core/test_install"),
+    "ray": ("executors/test_ray_executor", "executors/test_ray_scheduling_scale", "executors/test_running_models"),
+    "ray-connect": ("executors/test_ray_connect",),
+    "ray-cluster": ("executors/test_two_node_cluster", "executors/test_job_submit"),
+    "install": ("core/test_install",),
     "browser": ("report/test_report_page",),
 }
 
