@@ -107,6 +107,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     is not tested with, a test parametrized with the trnsim device skips."""
     for item in items:
         group = _serial_group(Path(str(item.path)))
+        if group is None and "ray_session" in getattr(item, "fixturenames", ()):
+            group = "ray"  # a test of another file on the shared session joins the worker that holds it
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     if _trnsim_hosted():
