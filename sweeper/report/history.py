@@ -105,13 +105,13 @@ def night_figures(night: Night, common: set[str], weighted: bool, before: set[st
     }
 
 
-def item_rows(night: Night, common: set[str], weighted: bool) -> dict[lowering_plan.Item, int]:
+def item_rows(night: Night, common: set[str], weighted: bool) -> dict[Any, int]:
     """Per lowering-plan item, the weight (downloads, else models) of the failing common
     models with a blocker of that item."""
     m = night.data.models
     keep = (m["key"].isin(common) & in_catalog(m) & (m["category"] != "pass")).to_numpy()
     w = (weight(m) if weighted else pd.Series(1, index=m.index)).tolist()
-    rows: dict[lowering_plan.Item, set[int]] = defaultdict(set)
+    rows: dict[Any, set[int]] = defaultdict(set)
     for row, item, _ in lowering_plan.blocker_items(night.data):
         if item is not None and keep[row]:
             rows[item].add(row)
@@ -122,19 +122,37 @@ def plan_items(nights: list[Night], common: set[str], weighted: bool) -> pd.Data
     """The items of any night's lowering plan (the first ``PLAN_ITEMS``, the newest night's
     order first), with their blocked weight each night."""
     per_night = [item_rows(n, common, weighted) for n in nights]
-    chosen: list[lowering_plan.Item] = []
+    chosen: list[Any] = []
     for night in reversed(nights):
         for step in lowering_plan.plan(night.data)["steps"]:
-            item = ("graph" if step["graph"] else "op", step["item"])
-            if item not in chosen:
-                chosen.append(item)
-    chosen = chosen[:PLAN_ITEMS]
+            chosen += [item for item in _step_items(step) if item not in chosen]
     rows = []
-    for item in chosen:
-        row: dict[str, Any] = {"item": item[1], "label": lowering_plan.label({"item": item[1], "graph": item[0] == "graph"})}
+    for item in chosen[:PLAN_ITEMS]:
+        row: dict[str, Any] = {"item": _item_name(item), "label": _item_label(item)}
         row.update({n.label: found.get(item, 0) for n, found in zip(nights, per_night)})
         rows.append(row)
     return pd.DataFrame(rows, columns=["item", "label", *[n.label for n in nights]])
+
+
+def _step_items(step: dict[str, Any]) -> list[Any]:
+    """The items a plan step fixes: its causes (a step may fix several together), or, as
+    earlier plans named them, one ``(op | graph, name)`` pair."""
+    causes = step.get("causes")
+    if causes:
+        return list(causes)
+    return [("graph" if step.get("graph") else "op", step["item"])]
+
+
+def _item_name(item: Any) -> str:
+    """An item in plain words."""
+    return item.text() if hasattr(item, "text") else str(item[1])
+
+
+def _item_label(item: Any) -> str:
+    """An item as the plan's rows name it (Markdown)."""
+    if hasattr(item, "label"):
+        return item.label()
+    return lowering_plan.label({"item": item[1], "graph": item[0] == "graph"})
 
 
 def blocker_name(kind: str, op: object, message: str) -> str:

@@ -71,6 +71,9 @@ def test_history_figures_agree_with_the_records_and_name_the_night_and_reason(ni
     # The planted night fails the models that use the op, and the next night fixes them.
     broken = {k for k, r in records["night-2"].items() if r["outcome"] != "pass"}
     assert broken and all(records["night-1"][k]["outcome"] == "pass" for k in broken)
+    items = text.split("## Lowering-plan items per night")[1].split("\n## ")[0]
+    item = next(ln for ln in items.splitlines() if f"`{PLANTED_OP}`" in ln)
+    assert item.endswith(f"| 0 | {len(broken)} | 0 |")  # the planted op's item blocks on its night alone
     night2 = text.split("### night-2 (since night-1)")[1].split("### night-3")[0]
     assert f"regressed {len(broken)} ·" in night2
     for key in broken:
