@@ -202,23 +202,24 @@ def check_values(cmd, params: dict) -> None:
         assert profile in shipped, f"--device-profile {profile!r} is no shipped profile ({', '.join(sorted(shipped))})"
 
 
-ALL_COMMANDS = [(path, number, line) for path in doc_files() for number, line in command_lines(path)]
-
-
 def test_the_guide_shows_commands():
     # The front door's commands are read: a change to the extraction that finds none fails.
-    assert sum(1 for path, _, _ in ALL_COMMANDS if path == README) >= 5
-    assert len({path for path, _, _ in ALL_COMMANDS}) >= 5
+    assert len(command_lines(README)) >= 5
+    assert sum(1 for path in doc_files() if command_lines(path)) >= 5
 
 
-@pytest.mark.parametrize(("path", "number", "line"), ALL_COMMANDS,
-                         ids=[f"{_rel(p)}:{n}" for p, n, _ in ALL_COMMANDS])
-def test_every_sweep_command_parses_with_the_cli(path, number, line):
-    try:
-        cmd, params = parse(line)
-        check_values(cmd, params)
-    except click_exceptions.UsageError as exc:
-        pytest.fail(f"{_rel(path)} line {number}: `{line}`: {exc.format_message()}")
+# One test per page (its id the file, not a line: the lines move while the guide is edited).
+@pytest.mark.parametrize("path", doc_files(), ids=_rel)
+def test_every_sweep_command_parses_with_the_cli(path):
+    refused = []
+    for number, line in command_lines(path):
+        try:
+            cmd, params = parse(line)
+            check_values(cmd, params)
+        except (click_exceptions.UsageError, AssertionError) as exc:
+            why = exc.format_message() if isinstance(exc, click_exceptions.UsageError) else str(exc)
+            refused.append(f"{_rel(path)} line {number}: `{line}`: {why}")
+    assert not refused, "\n".join(refused)
 
 
 OPTION_CELL = re.compile(r"^\|\s*((?:`--[a-z][a-z0-9-]*[^`]*`[,\s]*)+)\|")
