@@ -217,10 +217,15 @@ def _reproducer(gm: torch.fx.GraphModule, op: str | None, kind: str, summary: st
         return None
     try:
         prepared = lowering.prepare(gm)
-        path = write_reproducer(prepared, op, folder, where=f"{kind} graph", diagnostic=diagnostic) if op else None
+        where = f"{kind} graph"
+        # The op alone when it fails as the graph does; else the whole graph, which fails as
+        # it did; else the op alone failing otherwise (the report marks that it differs).
+        path = write_reproducer(prepared, op, folder, where=where, diagnostic=diagnostic, exact=True) if op else None
         if path is None:
             key = graph_key(prepared, kind) or hashlib.sha256(summary.encode()).hexdigest()
-            path = write_graph_reproducer(prepared, key, folder, where=f"{kind} graph", summary=summary)
+            path = write_graph_reproducer(prepared, key, folder, where=where, summary=summary)
+        if path is None and op:
+            path = write_reproducer(prepared, op, folder, where=where, diagnostic=diagnostic)
     except Exception as exc:  # noqa: BLE001 - a reproducer is a bonus; the verdict stands without it
         state.note_compile_problem(f"reproducer for {op or kind + ' graph'} not written: {type(exc).__name__}: {exc}"[:300])
         return None

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
-from sweeper.diagnostics import signature
+from sweeper.diagnostics import diagnostic_lines, signature
+from sweeper.redact import redact
 from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, tool_version, variant
 
 # The end of every reproducer script: import the graph with Torch-MLIR, print the failure and
@@ -184,14 +185,15 @@ def _check(source: str) -> tuple[bool, str, str]:
 
 
 def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *, where: str,
-                     diagnostic: str = "") -> Path | None:
+                     diagnostic: str = "", exact: bool = False) -> Path | None:
     """Write ``<directory>/<op>.py`` (and ``.mlir``) for a node of ``op`` in ``gm`` that fails
     alone (one node per variant of the op is tried: a transposed convolution may fail where
     the plain one lowers), the first whose failure has the signature of ``diagnostic`` (the
     graph's) when one has, else the first that fails; the script's path, or None when no node
     of ``op`` can be written down or every variant lowers alone (the failure needs its
-    context, which a one-node script cannot show). Beside the script, ``<op>.json`` keeps
-    the diagnostic it failed with when it was written (``reproduced``)."""
+    context, which a one-node script cannot show); with ``exact``, None too when no variant
+    fails with ``diagnostic``'s signature. Beside the script, ``<op>.json`` keeps the
+    diagnostic it failed with when it was written."""
     stem = op.split("::", 1)[1] if op.startswith("aten::") else op.replace("::", ".")
     wanted = signature(diagnostic)
     found: list[tuple[str, str, str]] = []
@@ -208,9 +210,10 @@ def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *
             found.append((source, mlir, said))
             if not wanted or signature(said) == wanted:
                 break
-    if not found:
+    matching = [f for f in found if signature(f[2]) == wanted]
+    if not found or (exact and wanted and not matching):
         return None
-    source, mlir, said = next((f for f in found if signature(f[2]) == wanted), found[0])
+    source, mlir, said = (matching or found)[0]
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.py"
@@ -228,7 +231,8 @@ def write_outcome(script: Path, diagnostic: str) -> None:
     """``<script>.json``: the diagnostic the reproducer failed with when it was written, its
     signature and the tool's version, for the report to compare with the failure it stands for."""
     outcome = {"script": script.name, "exit": 1, "signature": signature(diagnostic),
-               "diagnostic": diagnostic[:4000], "torch-mlir": tool_version(), "torch": torch.__version__}
+               "diagnostic": redact("\n".join(diagnostic_lines(diagnostic)))[:4000], "torch-mlir": tool_version(),
+               "torch": torch.__version__}
     script.with_suffix(".json").write_text(json.dumps(outcome, indent=1) + "\n")
 
 
