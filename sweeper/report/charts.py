@@ -1,4 +1,6 @@
-"""PNG charts (matplotlib, Agg): pass rate by stage, downloads covered vs rank, blockers.
+"""PNG charts (matplotlib, Agg): pass rate by stage, downloads covered vs rank, and the
+plan's steps (top_blockers.png: "Fix next", the downloads each step of the report's plan
+frees, in plan order).
 
 Charts are written without timestamps or version metadata so that the same records give
 the same bytes on the same installation.
@@ -18,11 +20,13 @@ from matplotlib.ticker import FuncFormatter
 
 from sweeper.report.aggregate import STAGE_STATUSES, weight
 from sweeper.report.analysis import Analysis
-from sweeper.report.escape import compact
+from sweeper.report.escape import compact, one_line
+from sweeper.report.page_data import fix_next_title
 
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "crash": "#6a1b9a", "timeout": "#ef6c00", "oom": "#ad1457",
           "blocked": "#9e9e9e", "skip": "#f9a825", "not recorded": "#e0e0e0"}  # fmt: skip
-TOP_BLOCKERS = 15
+TOP_BLOCKERS = 15  # plan steps drawn, at most
+LABEL_CHARS = 60  # a step's label, shortened to this many characters
 
 
 def write_charts(a: Analysis, folder: Path) -> list[str]:
@@ -88,22 +92,26 @@ def _coverage(a: Analysis) -> plt.Figure | None:
     return fig
 
 
+def step_label(step: dict) -> str:
+    """A plan step on the chart: ``k. cause`` (a bundle's causes joined by ``+``), shortened."""
+    text = one_line(" + ".join(c.text() for c in step["causes"]) or step.get("item", ""))
+    return one_line(f"{step['step']}. {text}", LABEL_CHARS)
+
+
 def _blockers(a: Analysis) -> plt.Figure | None:
-    if not a.ops.empty:
-        top = a.ops.head(TOP_BLOCKERS)
-        labels, values, what = list(top["op"]), top["downloads" if a.weighted else "models"], "blocking op"
-    elif not a.reasons.empty:
-        top = a.reasons.head(TOP_BLOCKERS)
-        labels = [k + (f" {o}" if o else "") for k, o in zip(top["reason_kind"], top["reason_op"])]
-        values, what = top["downloads" if a.weighted else "models"], "first reason"
-    else:
+    """The plan's steps in plan order: what each frees (downloads; models without them)."""
+    steps = a.plan["steps"][:TOP_BLOCKERS]
+    if not steps:
         return None
+    labels = [step_label(s) for s in steps]
+    values = [float(s["weight_freed"]) for s in steps]
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(labels) + 1.2))
     # A "$" would start matplotlib mathtext: labels come from records, so show it literally.
-    ax.barh([str(label)[:60].replace("$", r"\$") for label in labels], values.to_numpy(dtype=float), color=COLORS["fail"])
+    ax.barh(range(len(labels)), values, color=COLORS["pass"])
+    ax.set_yticks(range(len(labels)), [label.replace("$", r"\$") for label in labels], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("downloads of models blocked" if a.weighted else "models blocked")
+    ax.set_xlabel("downloads freed by the step" if a.weighted else "models freed by the step")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: compact(v)))
-    ax.set_title(f"Top blockers ({what})")
+    ax.set_title(fix_next_title(a.weighted))
     fig.tight_layout()
     return fig

@@ -7,13 +7,14 @@ and referred to by index, so 100,000 models stay a few megabytes and parse fast.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sweeper.records import Origin
-from sweeper.report import document, findings
+from sweeper.report import document, findings, lowering_plan
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import one_line
 from sweeper.report.load import CATEGORIES, SweepData
@@ -24,6 +25,13 @@ from sweeper.report.meta import device_name, identity_rows
 STAGE_CODES = {"pass": "p", "fail": "f", "crash": "c", "timeout": "t", "oom": "o", "blocked": "b", "skip": "s"}
 ID_MARK = "\x00"  # stands for the model id inside a stored repro command
 ORIGINS = tuple(o.value for o in Origin)
+REPRO_PATH = re.compile(r"^repros/[\w.-]+\.py$")  # a file in the sweep folder, nothing else becomes a link
+FIX_NEXT_CHART = "top_blockers.png"  # draws the plan's steps (charts.py), whatever its old name says
+
+
+def fix_next_title(weighted: bool) -> str:
+    """The plan chart's title, and its caption on the page."""
+    return f"Fix next: {'downloads' if weighted else 'models'} freed per step"
 
 
 def origins(models: pd.DataFrame) -> pd.Series:
@@ -63,17 +71,22 @@ class Strings:
         return index[codes].tolist()  # a missing value (code -1) takes the trailing 0
 
 
-def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any = None, compare_name: str = "") -> dict:
+def page_data(a: Analysis, *, charts: list[str], hub: str | None, compare: Any = None, compare_name: str = "",
+              history: str | None = None) -> dict:
     """Everything index.html shows, as plain JSON-ready data. ``hub`` is the base URL model
-    ids link to (None: no links); ``compare`` a ``diff.DiffResult`` against another sweep."""
+    ids link to (None: no links); ``compare`` a ``diff.DiffResult`` against another sweep;
+    ``history`` the history page beside it (None: none)."""
     strings = Strings()
     data = a.data
     out = {
         "title": f"Model sweep on {device_name(data.meta, data.models)}",
         "header": header_rows(a),
         "notes": [n.replace("`", "") for n in document.notes(a)],
+        "fix_next": fix_next(a.plan),
+        "history": history,
         "headline": headline(a),
-        "charts": [[c, document.CHART_TITLES.get(c, c)] for c in charts],
+        "charts": [[c, fix_next_title(a.weighted) if c == FIX_NEXT_CHART else document.CHART_TITLES.get(c, c)]
+                   for c in charts],
         "stages": list(data.stages),
         "roadmap": roadmap_rows(a),
         "lowering_tool": finding_rows(a.lowering_tool),
@@ -105,6 +118,24 @@ def headline(a: Analysis) -> dict[str, Any]:
         "catalog_share": c["catalog_share"] if c else None,
         "tested_share": c["tested_share"] if c else None,
     }
+
+
+def fix_next(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan's steps in plan order, each cause in words (``Cause.text``), with where the
+    plan starts and how far it can go; reproducers are paths inside the sweep folder."""
+    steps = []
+    for s in plan["steps"]:
+        repros = list(dict.fromkeys(r for r in s.get("repros", []) if r and REPRO_PATH.match(r)))
+        steps.append({
+            "k": s["step"], "causes": [one_line(c.text(), 500) for c in s["causes"]], "whose": list(s["whose"]),
+            "models_freed": _plain(s["models_freed"]), "weight_freed": _plain(s["weight_freed"]),
+            "coverage": _plain(s["coverage"]), "repros": repros,
+        })  # fmt: skip
+    return {
+        "weighted": plan["weighted"], "start": _plain(plan["start"]), "ceiling": _plain(plan["ceiling"]),
+        "ceiling_models": _plain(plan["ceiling_models"]), "unplanned_models": _plain(plan["unplanned_models"]),
+        "max_bundle": lowering_plan.MAX_BUNDLE, "steps": steps,
+    }  # fmt: skip
 
 
 def roadmap_rows(a: Analysis) -> list[list[Any]]:

@@ -1,13 +1,17 @@
 """``sweep publish OUT --to DIR | hf://datasets/ORG/NAME``.
 
-A folder gets everything a reader needs: index.html (the searchable page), report.md,
-charts, summary.json, records.parquet, sweep.json and a dataset card (README.md) whose
-front matter points the Hub's viewer at the Parquet file. On the Hub, the records go up
+A folder gets everything a reader needs: index.html (the searchable page), report.md and
+the detail pages it links to (details/), charts, summary.json, records.parquet, sweep.json,
+the lowering-tool reproducers (repros/*.py with their *.json outcomes), the history when
+``sweep history`` wrote one into the sweep folder (history.md, history.html, history.json,
+history-charts/), and a dataset card (README.md) whose front matter points the Hub's
+viewer at the Parquet file. On the Hub, the records go up
 as a ``datasets`` dataset, the report files (records.parquet too) beside them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -15,16 +19,38 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sweeper.redact import redact
 from sweeper.report import commands
 from sweeper.report.escape import code, md, num, one_line, pct
 from sweeper.settings.errors import UsageError
-from sweeper.storage.folder import CARD, CHARTS, PARQUET, PUBLISH_MARKER, PUBLISHED, REPORT, SUMMARY, SweepFolder
+from sweeper.storage.folder import (
+    CARD,
+    CHARTS,
+    HISTORY,
+    HISTORY_CHARTS,
+    HISTORY_JSON,
+    HISTORY_PAGE,
+    PARQUET,
+    PUBLISH_MARKER,
+    PUBLISHED,
+    REPORT,
+    REPROS,
+    SUMMARY,
+    SweepFolder,
+)
 from sweeper.storage.staged import Staged
 from sweeper.storage.sweep_meta import SweepMeta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"
-HUB_FILES = [CARD, "*.md", "*.json", "*.html", PARQUET, f"{CHARTS}/*.png"]
+DETAILS = "details"  # report.md's detail pages (sweeper.report.pages)
+HISTORY_FILES = (HISTORY, HISTORY_PAGE, HISTORY_JSON)
+# Beside the report: folders copied whole (when present), and the reproducers' file types.
+FOLDERS = (CHARTS, DETAILS, HISTORY_CHARTS)
+REPRO_FILES = ("*.py", "*.json")
+TEXT_SUFFIXES = {".md", ".json", ".html", ".txt"}  # redacted on the way, as ``Staged.copy`` does
+HUB_FILES = [CARD, "*.md", "*.json", "*.html", PARQUET, f"{CHARTS}/*.png", f"{DETAILS}/*.md",
+             f"{HISTORY_CHARTS}/*.png", *(f"{REPROS}/{p}" for p in REPRO_FILES)]
 
 
 COLUMNS_NOTE = (
@@ -75,20 +101,35 @@ def publish_folder(out_dir: Path, dest: Path, *, compare: Path | None = None, fo
     sweep = SweepFolder(out_dir)
     summary = sweep.read_summary()
     with Staged(dest) as staged:
-        for name in PUBLISHED:
+        for name in (*PUBLISHED, *HISTORY_FILES):
             if (sweep / name).is_file():
                 staged.copy(sweep / name, name)
             else:
                 staged.remove(name)
-        charts = staged.folder_path(CHARTS)
-        if sweep.charts.is_dir():
-            shutil.copytree(sweep.charts, charts, dirs_exist_ok=True)
+        for name in FOLDERS:  # replaced whole: a stale page or chart of an earlier publish goes
+            _copy_files(sweep / name, ("*",), staged.folder_path(name))
+        _copy_files(sweep.repros, REPRO_FILES, staged.folder_path(REPROS))
         staged.text(CARD, dataset_card(summary, sweep.read_meta()))
         staged.text(PUBLISH_MARKER, f"written by sweep publish from {out_dir.resolve()}\n")
+    for name in (*FOLDERS, REPROS):  # a folder the sweep has none of is not published empty
+        with contextlib.suppress(OSError):
+            (dest / name).rmdir()
     if old is not None:
         sweep_id = old.meta.sweep_id
         compared_page(out_dir, old, dest, label=f"{Path(compare).name} (sweep {sweep_id})" if sweep_id else Path(compare).name)
     return str(dest)
+
+
+def _copy_files(source: Path, patterns: tuple[str, ...], into: Path) -> None:
+    """Copy the files of ``source`` (not its subfolders) matching ``patterns`` into ``into``;
+    text passes the redactor, as everything else a publish writes."""
+    if not source.is_dir():
+        return
+    for path in sorted({p for pattern in patterns for p in source.glob(pattern) if p.is_file()}):
+        if path.suffix in TEXT_SUFFIXES:
+            (into / path.name).write_text(redact(path.read_text(encoding="utf-8", errors="replace")), encoding="utf-8")
+        else:
+            shutil.copyfile(path, into / path.name)
 
 
 def compared_page(out_dir: Path, old: Any, dest: Path, *, label: str) -> Path:
