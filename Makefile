@@ -45,13 +45,16 @@ report: install
 
 # The published report: the shared top-1,000 Hub snapshot on trnsim, tiny weights, every
 # blocker per model. Resumes if interrupted; `sweep report reports/top1000-trnsim` rebuilds
-# report.md, index.html (the searchable page), charts and Parquet from the committed records alone.
+# report.md, details/, index.html (the searchable page), charts and Parquet from the committed records alone.
 SHARED ?= ../shared
 published-report: install
 	$(SWEEP) --device trnsim --catalog $(SHARED)/catalogs/hub-top1000-2025-03.csv --collect-all --no-report --out reports/top1000-trnsim
-	$(SWEEP) report reports/top1000-trnsim
 	$(SWEEP) --device trnsim --dtype bfloat16 --catalog $(SHARED)/catalogs/hub-top1000-2025-03.csv --collect-all --no-report --out reports/top1000-trnsim-bf16
-	$(SWEEP) report reports/top1000-trnsim-bf16
+	# Each reproducer the reports link, run again: the reports mark one that no longer reproduces.
+	-$(SWEEP) check-repros reports/top1000-trnsim
+	-$(SWEEP) check-repros reports/top1000-trnsim-bf16
+	$(SWEEP) report reports/top1000-trnsim
+	$(SWEEP) report reports/top1000-trnsim-bf16 --against reports/top1000-trnsim
 
 # The declared ranges, tested: the wheel installed (not the source tree) into a venv holding
 # every floor of pyproject.toml (tests/versions/lowest.txt: torch 2.9, transformers 5.0, ...)

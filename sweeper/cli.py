@@ -234,8 +234,9 @@ def catalog(
 def report(
     out: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
     refresh_repros: Annotated[bool, typer.Option("--refresh-repros", help="First rewrite each record's repro command as this version writes it (a folder swept by an earlier version named the catalog by a path of its machine).")] = False,
+    against: Annotated[Path | None, typer.Option("--against", help="Another dtype's sweep of the same catalog: the report gains a section comparing the two.")] = None,
 ) -> None:
-    """(Re)write OUT/report.md, summary.json, records.parquet and charts from the records."""
+    """(Re)write OUT/report.md, details/, summary.json, records.parquet and charts from the records."""
     from sweeper.report.commands import write_report
 
     if refresh_repros:
@@ -244,7 +245,21 @@ def report(
 
         with own_folder(out):
             print(f"repro commands rewritten: {rewrite(out)}", file=sys.stderr)
-    print(write_report(out))
+    print(write_report(out, against=against))
+
+
+@app.command("check-repros")
+def check_repros(
+    out: Annotated[Path, typer.Argument(help="A sweep folder with reproducers (repros/).")],
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds one reproducer may run.")] = 300,
+) -> None:
+    """Run every reproducer the report links and say whether each still fails with its bug's
+    diagnostic (exit 1 when one does not); `sweep report OUT` then marks them."""
+    from sweeper.report.repro_check import check_repros as run, render
+
+    text, code = render(run(out, timeout=timeout))
+    print(text)
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -253,9 +253,13 @@ def builds(data: SweepData) -> dict[str, Any]:
     m = data.models
     sources = m["config_source"].fillna("unknown").astype(str)
     default = sources.str.startswith("default")
+    reached = reached_device(data)
     return {
         "config_sources": {k: int(v) for k, v in sorted(sources.value_counts().items())},
         "default_config_models": int(default.sum()),
+        "reached_device": int(reached.sum()),
+        "default_config_reached": int((default & reached).sum()),
+        "default_config_reached_builds": int(m["build"][default & reached].nunique()),
         "distinct_builds": int(m["build"].nunique()),
         "default_config_builds": int(m["build"][default].nunique()),
     }

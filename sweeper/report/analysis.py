@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from sweeper.report import aggregate, formats, lowering_plan, roadmap, shapes
+from sweeper.report import aggregate, cause_tables, formats, lowering_plan, roadmap, shapes
 from sweeper.report.load import SweepData
 from sweeper.report.numerics import numerics
 
@@ -42,6 +43,10 @@ class Analysis:
     by_library: pd.DataFrame
     formats: pd.DataFrame  # models in formats that are not PyTorch, per format
     shapes: shapes.ShapesView | None = None  # None: the sweep did not run the shapes stage
+    tool_causes: pd.DataFrame | None = None  # lowering-tool bugs by diagnostic (cause_tables.cause_frame)
+    gap_causes: pd.DataFrame | None = None  # dtypes and features the device lacks
+    folder: Path | None = None  # the sweep folder (its reproducers), when the report is written from one
+    against: str | None = None  # the section comparing this sweep with another dtype's (``--against``)
 
     @property
     def weighted(self) -> bool:
@@ -49,8 +54,8 @@ class Analysis:
         return self.coverage is not None
 
 
-def analyse(data: SweepData) -> Analysis:
-    """Run every aggregation over one sweep."""
+def analyse(data: SweepData, folder: Path | None = None) -> Analysis:
+    """Run every aggregation over one sweep (``folder``: where its reproducers lie)."""
     ops = roadmap.op_ranking(data)
     return Analysis(
         data=data,
@@ -76,6 +81,9 @@ def analyse(data: SweepData) -> Analysis:
         by_library=aggregate.breakdown(data, "library_name"),
         formats=formats.table_of(data),
         shapes=shapes.shapes_view(data),
+        tool_causes=cause_tables.cause_frame(data, folder, ("tool",)),
+        gap_causes=cause_tables.cause_frame(data, folder, ("dtype", "feature")),
+        folder=folder,
     )
 
 
@@ -118,16 +126,20 @@ def summary(a: Analysis) -> dict[str, Any]:
         "not_tested": records(a.not_tested, None),
         "builds": a.builds,
         "top_reasons": records(a.reasons),
-        "lowering_tool_findings": records(a.lowering_tool),
         "harness_failures": records(a.harness),
         "model_failures": records(a.model),
-        "roadmap": {
+        # Ranked by the downloads each op blocks, not the fix order (that is ``fix_next``).
+        "ops_by_blocked_downloads": {
             "ops": records(a.ops),
             "features": records(a.features),
             "models_per_op": {
                 op: {"models": total, "top": records(frame, None)} for op, (frame, total) in a.op_models.items()
             },
-            "plan": a.plan,
+        },
+        "fix_next": plan_summary(a.plan),
+        "root_causes": {
+            "lowering_tool": cause_tables.summary_rows(a.tool_causes) if a.tool_causes is not None else [],
+            "dtypes_and_features": cause_tables.summary_rows(a.gap_causes) if a.gap_causes is not None else [],
         },
         "shapes": shapes.summary(a.shapes),
         "fallback_ops": records(a.fallbacks),
@@ -144,6 +156,14 @@ def summary(a: Analysis) -> dict[str, Any]:
             "nondeterministic": records(a.numerics["nondeterministic"], None),
         },
     }
+
+
+def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan as summary.json keeps it: each step's causes in words, with kind and whose."""
+    steps = [{**{k: v for k, v in s.items() if k != "causes"},
+              "causes": [{"cause": c.text(), "kind": c.kind, "name": c.name, "signature": c.signature,
+                          "whose": c.whose} for c in s["causes"]]} for s in plan["steps"]]
+    return {**plan, "steps": steps}
 
 
 def checks_line(overview: dict[str, Any]) -> str:

@@ -13,14 +13,15 @@ from sweeper.storage import folder as names
 from sweeper.storage.folder import SweepFolder
 
 
-def write_report(out_dir: Path, *, charts: bool = True) -> Path:
-    """Build report.md, index.html, summary.json, records.parquet and charts/*.png in
-    ``out_dir`` from its records; return the path of report.md. Raises ``UsageError`` on bad input."""
+def write_report(out_dir: Path, *, charts: bool = True, against: Path | None = None) -> Path:
+    """Build report.md, details/*.md, index.html, summary.json, records.parquet and
+    charts/*.png in ``out_dir`` from its records (``against``: another dtype's sweep of the
+    same catalog to compare with); return the path of report.md. Raises ``UsageError`` on bad input."""
     with gc_paused():  # the frames and lists of a large sweep live until the end
-        return _write_report(Path(out_dir), charts=charts)
+        return _write_report(Path(out_dir), charts=charts, against=against)
 
 
-def _write_report(out_dir: Path, *, charts: bool) -> Path:
+def _write_report(out_dir: Path, *, charts: bool, against: Path | None = None) -> Path:
     import tempfile
 
     from sweeper.report import document
@@ -28,8 +29,13 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
     from sweeper.report.page import write_page
     from sweeper.storage.staged import Staged
 
+    from sweeper.report import against as versus
+    from sweeper.report.pages import write_pages
+
     data = read_sweep(out_dir)
-    a = analyse(data)
+    a = analyse(data, folder=out_dir)
+    if against is not None:
+        a.against = versus.render(data, read_sweep(Path(against)), link=document.links_to_hub(a))
     # Every output is staged and renamed together: a failure leaves the old set intact.
     with Staged(out_dir) as staged:
         written = []
@@ -38,6 +44,7 @@ def _write_report(out_dir: Path, *, charts: bool) -> Path:
 
             written = write_charts(a, staged.folder_path(names.CHARTS))
         staged.remove(names.MODELS)
+        write_pages(a, staged.folder_path(names.DETAILS), link=document.links_to_hub(a))
         staged.text(names.REPORT, document.render(a, charts=written))
         with tempfile.TemporaryDirectory(prefix=".page-", dir=out_dir) as page_dir:
             staged.copy(write_page(a, Path(page_dir), charts=written), names.PAGE)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.report import formats, lowering_plan, shapes, tables
+from sweeper.report import cause_tables, formats, lowering_plan, pages, shapes, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
 from sweeper.report.load import CATEGORIES
-from sweeper.report.meta import CODE_ROWS, device_name, identity_rows
+from sweeper.report.meta import CODE_ROWS, all_versions, device_name, identity_rows
 from sweeper.storage.folder import META, RECORDS, REPROS
 
 NOT_TESTED_INTRO = (
@@ -33,7 +33,8 @@ LOWERING_TOOL_INTRO = (
 )
 HARNESS_INTRO = (
     "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "
-    "target 0. {count} model(s) have at least one."
+    "target 0. {count} model(s) have at least one; for {deciding} of them it decides the outcome (the *harness* row "
+    "of Outcomes), for the rest a device blocker decides it."
 )
 GRAPH_BREAKS_INTRO = (
     "What broke compiled graphs, by cause, the one breaking the most models first. Compile runs as a user's "
@@ -50,7 +51,7 @@ BREAKDOWN_INTRO = (
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
     "coverage_vs_rank.png": "Downloads covered vs rank",
-    "top_blockers.png": "Top blockers",
+    "top_blockers.png": "Fix next: downloads freed per step",
 }
 
 
@@ -116,24 +117,53 @@ OUTCOME_NOTES = {
 }
 
 
-def summary_section(a: Analysis) -> str:
-    """The headline: downloads covered, device pass rate, the outcome counts in one vocabulary."""
+def headline(a: Analysis) -> str:
+    """The headline: downloads covered (its denominator named), the device pass rate, and
+    what a row stands for."""
     o, c = a.overview, a.coverage
-    device = device_name(a.data.meta, a.data.models)
+    device = md(device_name(a.data.meta, a.data.models))
     lines = []
     if c is not None:
-        lines.append(
-            f"**{pct(c['catalog_share'])} of this catalog's downloads run end to end on {md(device)}** "
-            f"({pct(c['tested_share'])} of the downloads of models that pass or fail for the device's sake)."
-        )
+        everything = c["total_downloads"] + c["not_pytorch_downloads"]
+        other = int(a.formats["models"].sum()) if not a.formats.empty else 0
+        lead = f"**{pct(c['catalog_share'])} of the downloads of this catalog's PyTorch-format models run end to end on {device}**"
+        if other:
+            lead += (f" ({pct(c['passing_downloads'] / everything if everything else None)} of all its downloads: "
+                     f"the {num(other)} repos in formats that are not PyTorch are left out of every share below)")
+        lines.append(lead + ".")
     lines.append(
-        f"**Device pass rate: {pct(o['pass_rate'])}** ({num(o['passed'])} of {num(o['tested'])} models: those "
-        f"that pass, and those a device-origin blocker stops; every other outcome is counted apart)."
+        f"**Device pass rate: {pct(o['pass_rate'])}** ({num(o['passed'])} of the {num(o['tested'])} models the "
+        f"device itself decided: those that pass and those a device-origin blocker stops, of the "
+        f"{num(o['reached_device'])} that reached it; the lowering tool's, the harness's and the models' own failures "
+        "are counted apart under Outcomes)."
     )
+    stands = stands_for(a.builds)
+    if stands:
+        lines.append(stands)
+    return "\n\n".join(lines)
+
+
+def stands_for(builds: dict[str, Any]) -> str:
+    """What a row stands for when configs were not the models' own (the Hub unreachable)."""
+    n = builds.get("default_config_reached", 0)
+    if not n:
+        return ""
+    return (
+        f"**What a row stands for:** {num(n)} of the {num(builds['reached_device'])} models that reached the device "
+        f"were built from their model type's default config (tiny widths, same ops), not their own: their results "
+        f"are per architecture, and {num(builds['default_config_reached_builds'])} distinct builds stand for them "
+        "(models of one build share one verdict; the page names a model's build)."
+    )
+
+
+def outcomes_section(a: Analysis) -> str:
+    """Every model's outcome in one vocabulary, and the statuses its records carry."""
+    o = a.overview
     share = (lambda n: pct(n / o["models"])) if o["models"] else (lambda n: pct(None))
     rows = [[CATEGORIES[k], num(n), share(n), OUTCOME_NOTES[k]] for k, n in o["categories"].items()]
     statuses = ", ".join(f"{k} {num(v)}" for k, v in o["status_counts"].items())
-    return "\n\n".join([*lines, table(["outcome", "models", "share", "meaning"], rows, "lrrl"), f"Model statuses: {statuses}."])
+    return "\n\n".join([table(["outcome", "models", "share", "meaning"], rows, "lrrl"),
+                         f"Record statuses of the {num(o['models'])} models: {statuses}."])
 
 
 def stages_section(a: Analysis) -> str:
@@ -160,73 +190,97 @@ def links_to_hub(a: Analysis) -> bool:
     return a.data.meta.source_name != "zoo"
 
 
+FIX_NEXT_ROWS = 10  # steps of the plan on the first screen; the plan page has them all
+SHORT = 8  # rows of a table in report.md before "the rest on its page"
+
+
 def render(a: Analysis, *, charts: list[str]) -> str:
-    """The whole report.md text."""
-    w = a.weighted
-    link = links_to_hub(a)
-    parts = [header(a)]
-    parts += [f"> {n}" for n in notes(a)]
-    parts += ["## Summary", summary_section(a), "## Stages", stages_section(a)]
+    """The whole report.md text: the answer first (header, headline, what to fix next), then
+    the outcomes and each root cause's evidence in short tables, each linked to its page."""
+    w, link = a.weighted, links_to_hub(a)
+    parts = [header(a), *(f"> {n}" for n in notes(a))]
+    parts += ["## Summary", headline(a), "## Fix next",
+              lowering_plan.render(a.plan, shown=FIX_NEXT_ROWS, detail=pages.PLAN)]
+    parts += ["## Outcomes", outcomes_section(a), "## Stages", stages_section(a)]
+    tool = a.tool_causes if a.tool_causes is not None else cause_tables.cause_frame(a.data, None, ("tool",))
+    gaps = a.gap_causes if a.gap_causes is not None else cause_tables.cause_frame(a.data, None, ("dtype", "feature"))
+    parts += [
+        "## Lowering-tool bugs by diagnostic",
+        TOOL_INTRO.format(version=_tool_version(a)),
+        cause_tables.tool_table(tool.head(SHORT), weighted=w, link=link, shown=SHORT),
+        _more(len(tool), SHORT, "lowering-tool bugs, with every reproducer", pages.REPROS),
+        "## Dtypes and features the device lacks",
+        GAPS_INTRO,
+        cause_tables.gap_table(a.data, gaps, weighted=w, link=link),
+    ]
+    if a.against is not None:
+        parts += ["## Against float32", a.against]
     parts += [
         "## Not device failures",
         NOT_TESTED_INTRO,
         tables.not_tested(a.not_tested, weighted=w, link=link),
-        "## Not PyTorch formats",
-        formats.INTRO,
-        formats.render(a.formats, weighted=w),
-        "## Op-lowering roadmap",
-        # Without download counts the ranking is by models blocked.
-        ROADMAP_INTRO.format(measure="downloads" if w else "number"),
-        tables.roadmap_ops(a.ops, weighted=w, link=link),
-        *([line] if (line := shapes.roadmap_line(a.shapes)) else []),
-        "### Models per op",
-        "For the top ops, the models each one blocks and what else blocks them.",
-        tables.op_models(a.op_models, weighted=w, link=link),
-        "### Lowering plan",
-        lowering_plan.render(a.plan),
-        "## Feature gaps",
-        "Device-origin blockers that are no op to lower (dynamic shapes, dtypes, sparse and nested tensors, forward AD, "
-        "numerics), ranked like the ops.",
-        tables.features(a.features, weighted=w, link=link),
-        "## Top reasons",
-        "The reason that decided each model the device fails (its record's outcome: a device blocker "
-        "decides over any other).",
-        tables.reasons(a.reasons, weighted=w, link=link),
-        "## Lowering tool findings",
-        LOWERING_TOOL_INTRO,
-        tables.findings(a.lowering_tool, weighted=w, link=link, what="lowering tool findings"),
-        "## Harness failures",
-        HARNESS_INTRO.format(count=num(a.overview["harness_models"])),
-        tables.findings(a.harness, weighted=w, link=link, what="harness failures"),
-        "## Model failures",
-        "Failures the CPU control repeats with the model's own (unshrunk) configuration: the model's, not the device's.",
-        tables.findings(a.model, weighted=w, link=link, what="model failures"),
+    ]
+    if not a.formats.empty:  # a section only when the catalog has such repos
+        parts += ["## Not PyTorch formats", formats.INTRO, formats.render(a.formats, weighted=w)]
+    parts += _ours(a, link=link)
+    parts += [
         "## CPU fallbacks",
         "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
-        tables.per_item(a.fallbacks, "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
+        tables.per_item(a.fallbacks.head(SHORT), "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
+        _more(len(a.fallbacks), SHORT, "CPU fallbacks", pages.DETAIL),
         "## Graph breaks",
         GRAPH_BREAKS_INTRO,
-        tables.graph_breaks(a.breaks, weighted=w, link=link),
-        "## Compile problems",
-        tables.per_item(a.problems, "problem", "compile problem", weighted=w, link=link, as_code=False),
+        tables.graph_breaks(a.breaks.head(SHORT), weighted=w, link=link),
+        _more(len(a.breaks), SHORT, "graph-break causes", pages.DETAIL),
         "## Numerics",
         tables.numerics(a.numerics, weighted=w, link=link),
         "## Shapes",
         shapes.render(a.shapes, link=link),
         "## By library",
-        "Every library's models: those the sweep drives, those it does not (their records say why), and the "
-        "formats named apart; the roadmap, fallbacks and graph breaks above cover them all.",
         BREAKDOWN_INTRO,
         tables.breakdown(a.by_library, "library_name", weighted=w),
-        "## By model type",
-        tables.breakdown(a.by_model_type, "model_type", weighted=w),
-        "## By task",
-        tables.breakdown(a.by_task, "pipeline_tag", weighted=w),
     ]
     if charts:
         parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
-    parts += ["## Failing models", models_section(a, link=link)]
-    return "\n\n".join(parts) + "\n"
+    parts += ["## More", pages.index_text(a)]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+TOOL_INTRO = (
+    "Failures of the lowering tool ({version}) on ops the device profile calls native: upstream bugs, not chip gaps. "
+    "One row per bug, by the op and the normalised diagnostic (numbers and value names left out), so that two "
+    "diagnostics of one op are two rows, each with the reproducer that fails with it (marked ⚠ when it does not)."
+)
+GAPS_INTRO = (
+    "Device-origin blockers that are no op to lower, by what the device lacks: each dtype with the ops refused for "
+    "it and the modules of the model code that produce it (as the compiled graph names them); lowering-tool failures "
+    "on an op the same model refuses for its dtype count here, since lowering it would not make it run."
+)
+
+
+def _tool_version(a: Analysis) -> str:
+    """The lowering tool as the records name it (``Torch-MLIR 20261001``)."""
+    versions = all_versions(a.data.meta, a.data.models).get("torch-mlir")
+    return f"Torch-MLIR {' / '.join(versions)}" if versions else "its version not recorded"
+
+
+def _more(total: int, shown: int, what: str, page: str) -> str:
+    """``All 23 lowering-tool bugs: [details/x.md](details/x.md).`` when a table was cut."""
+    return f"All {num(total)} {what}: [{page}]({page})." if total > shown else ""
+
+
+def _ours(a: Analysis, *, link: bool) -> list[str]:
+    """Harness and model failures, only when a model has one (each figure with its meaning)."""
+    out = []
+    if a.overview["harness_models"]:
+        out += ["## Harness failures", HARNESS_INTRO.format(count=num(a.overview["harness_models"]),
+                                                            deciding=num(a.overview["categories"].get("harness", 0))),
+                tables.findings(a.harness, weighted=a.weighted, link=link, what="harness failures")]
+    if not a.model.empty:
+        out += ["## Model failures",
+                "Failures the CPU control repeats with the model's own (unshrunk) configuration: the model's, not "
+                "the device's.", tables.findings(a.model, weighted=a.weighted, link=link, what="model failures")]
+    return out
 
 
 def models_section(a: Analysis, *, link: bool) -> str:

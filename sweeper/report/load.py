@@ -53,7 +53,7 @@ MODEL_COLUMNS = [
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
-    "numerics_over", "within_noise", "within_precision", "precision", *SHAPE_COLUMNS,
+    "numerics_over", "within_noise", "within_precision", "precision", "versions", *SHAPE_COLUMNS,
 ]  # fmt: skip
 
 
@@ -299,8 +299,16 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         _part(record, "within_noise").get("within") is True,
         _within_precision(record),
         _precision(record),
+        versions_text(record.versions),
         *shape_columns(record.shapes),
     )
+
+
+def versions_text(versions: object) -> str | None:
+    """A record's versions in one sortable string (``timm 1.0.15; torch 2.13.0+cpu``)."""
+    if not isinstance(versions, dict) or not versions:
+        return None
+    return "; ".join(f"{k} {v}" for k, v in sorted(versions.items()))
 
 
 def _within_precision(record: ModelRecord) -> bool:

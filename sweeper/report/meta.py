@@ -31,11 +31,37 @@ def source_label(source: dict[str, Any] | None) -> str:
     return f"{name} ({path.replace(chr(92), '/').rsplit('/', 1)[-1]})" if path else name
 
 
+def all_versions(meta: SweepMeta, models: pd.DataFrame) -> dict[str, list[str]]:
+    """Every package version that decided a verdict: sweep.json's and each record's (the
+    device's tools, the packages of each driven library), each package's versions sorted."""
+    found: dict[str, set[str]] = {}
+    for name, version in (meta.versions or {}).items():
+        found.setdefault(str(name), set()).add(str(version))
+    column = models["versions"] if "versions" in models.columns else pd.Series(dtype=object)
+    for text in column.dropna().unique():
+        for part in str(text).split("; "):
+            name, _, version = part.partition(" ")
+            found.setdefault(name, set()).add(version)
+    found.pop("device_profile", None)  # the profile has its own row
+    return {name: sorted(v) for name, v in sorted(found.items())}
+
+
+def math_row(meta: SweepMeta, models: pd.DataFrame) -> tuple[str, str]:
+    """The math the figures were judged in: a float32 sweep's declared float32 math; another
+    dtype's sweep says its dtype runs as itself and where the float32 math still applies."""
+    dtype = meta.setting("dtype") or _single(models, "dtype") or "float32"
+    declared = _single(models, "precision") or "—"
+    if dtype == "float32":
+        return "float32 math", declared
+    return f"{dtype} math", (f"{dtype} weights and activations, compared with the CPU in {dtype}; the float32 ops "
+                             f"the model keeps: {declared}")
+
+
 def identity_rows(meta: SweepMeta, models: pd.DataFrame) -> list[tuple[str, str]]:
     """(label, plain text) rows: sweep, date, device, profile, source, snapshot, weights,
-    dtype, versions, wall time. Weights and dtype fall back on what the records say."""
+    dtype, math, versions, wall time. Weights and dtype fall back on what the records say."""
     profile = meta.profile
-    versions = meta.versions or {}
+    versions = all_versions(meta, models)
     return [
         ("sweep", meta.sweep_id or "unknown"),
         ("date", (meta.started or "")[:10] or "unknown"),
@@ -45,8 +71,8 @@ def identity_rows(meta: SweepMeta, models: pd.DataFrame) -> list[tuple[str, str]
         ("snapshot date", (meta.source or {}).get("snapshot_date") or "—"),
         ("weights", meta.setting("weights") or _single(models, "weights") or "—"),
         ("dtype", meta.setting("dtype") or _single(models, "dtype") or "—"),
-        ("float32 math", _single(models, "precision") or "—"),
-        ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "—"),
+        math_row(meta, models),
+        ("versions", ", ".join(f"{k} {' / '.join(v)}" for k, v in versions.items()) or "—"),
         ("wall time", seconds(meta.wall_seconds)),
     ]
 

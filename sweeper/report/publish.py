@@ -26,6 +26,7 @@ from sweeper.settings.errors import UsageError
 from sweeper.storage.folder import (
     CARD,
     CHARTS,
+    DETAILS,
     HISTORY,
     HISTORY_CHARTS,
     HISTORY_JSON,
@@ -43,7 +44,6 @@ from sweeper.storage.sweep_meta import SweepMeta
 
 HUB_TARGET = re.compile(r"^hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
 HUB_DATA_FILES = "data/train-*"
-DETAILS = "details"  # report.md's detail pages (sweeper.report.pages)
 HISTORY_FILES = (HISTORY, HISTORY_PAGE, HISTORY_JSON)
 # Beside the report: folders copied whole (when present), and the reproducers' file types.
 FOLDERS = (CHARTS, DETAILS, HISTORY_CHARTS)

@@ -55,6 +55,7 @@ class ShapesView:
     padding: pd.DataFrame  # padding_status, padding_origin, models, downloads
     padding_failures: pd.DataFrame  # model_id, downloads, padding_origin, padding_output
     not_reached: int  # models without a shapes verdict: the stage blocked, not recorded or never tried
+    partial: int = 0  # models with a verdict whose own stage is not a pass (pipelines: some components ran it)
 
 
 def shapes_view(data: SweepData) -> ShapesView | None:
@@ -90,17 +91,9 @@ def shapes_view(data: SweepData) -> ShapesView | None:
         saved_downloads=int(w[static.index].sum()), saved_models=len(static), failures=failures,
         padding=padding, padding_failures=bad[["model_id", "downloads", "padding_origin", "padding_output"]],
         not_reached=len(m) - len(ran),
+        partial=int((ran[data.stage_column("shapes")] != "pass").sum()) if data.stage_column("shapes") in ran.columns
+        else 0,
     )
-
-
-def roadmap_line(view: ShapesView | None) -> str:
-    """What symbolic-shape support would save, for the op-lowering roadmap."""
-    if view is None or not view.saved_models:
-        return ""
-    weight_text = f" ({compact(view.saved_downloads)} downloads)" if view.weighted else ""
-    return (f"**Symbolic shapes.** {num(view.saved_models)} models{weight_text} recompile for each new input "
-            f"shape here: a workload of {view.workload_lengths} lengths costs them {num(view.static_compiles)} "
-            f"compiles; a compiler that takes symbolic shapes would save {num(view.saved_compiles)} of them.")
 
 
 def render(view: ShapesView | None, *, link: bool) -> str:
@@ -115,7 +108,10 @@ def render(view: ShapesView | None, *, link: bool) -> str:
         rows.append([md(VERDICT_LABELS[r.verdict]), num(r.models), *([compact(r.downloads), share] if w else [])])
     parts = [INTRO, table(["shapes", *head], rows, "l" + "r" * len(head))]
     parts.append(f"{num(view.ran)} models ran the stage; {num(view.not_reached)} did not reach it (an earlier stage "
-                 "failed, or a compile with a blocker: another shape would only meet it again).")
+                 "failed, or a compile with a blocker: another shape would only meet it again)."
+                 + (f" {num(view.partial)} of the {num(view.ran)} are pipelines some of whose components ran it while "
+                    "another component's failure blocks the pipeline's stage (the Stages table counts the pipeline "
+                    "as blocked)." if view.partial else ""))
     if view.saved_models:
         parts.append(f"A workload of {view.workload_lengths} distinct lengths costs the models that recompile "
                      f"{num(view.static_compiles)} compiles in all ({view.workload_lengths} per graph of each model); "

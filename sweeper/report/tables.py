@@ -271,8 +271,10 @@ def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
         tolerance = f" (atol {n['atol']:g}{rtol} × the output's scale, {md(n.get('dtype') or 'float32')})"
     intro = (f"{num(n['compared'])} models ran their forward on the device and on the CPU "
              "(the difference is the largest |device − cpu| over the float outputs); "
-             f"{num(n['identical'])} match bit for bit, and {num(n['over_tolerance'])} differ past the "
-             f"tolerance{tolerance} and fail with `numerics`.")
+             f"{num(n['identical'])} match bit for bit, and {num(n['over_tolerance'])} fail with `numerics`: past the "
+             f"tolerance{tolerance} and past what the CPU's own error and the device's declared math allow"
+             + (f" (the {num(extra)} past the tolerance but within them are below)." if (extra := (
+                 n.get("within_noise") or 0) + (n.get("within_precision") or 0)) else ")."))
     headers = ["max abs difference", "models", "downloads"]
     keep = _dl(weighted, headers)
     spread = table(keep, _rows(n["buckets"], lambda r: [r.difference, num(r.models), compact(r.downloads)],

@@ -34,6 +34,7 @@ PAGE = "index.html"
 SUMMARY = "summary.json"
 PARQUET = "records.parquet"
 CHARTS = "charts"
+DETAILS = "details"  # the report's detail pages, linked from report.md
 DIFF = "diff.md"
 HISTORY = "history.md"
 HISTORY_PAGE = "history.html"

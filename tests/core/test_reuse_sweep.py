@@ -15,7 +15,7 @@ from sweeper.settings.config import build_config
 
 # What differs between two runs of the same check: who the model is, and how long it took.
 IDENTITY = {"sweep_id", "model_id", "key", "rank", "downloads", "revision", "pipeline_tag", "library_name", "repro",
-            "seconds", "reused_from", "peak_memory_bytes"}  # fmt: skip
+            "seconds", "compile_phases", "reused_from", "peak_memory_bytes"}  # fmt: skip
 RUN_NOTES = {"infra_retries", "worker_recycled", "cached_from_sweep"}
 # Two groups of two (one builds a model, one stops at its library) and one model alone.
 HANDFUL = ["FacebookAI/xlm-roberta-large", "FacebookAI/xlm-roberta-base", "Bingsu/adetailer",

@@ -70,31 +70,30 @@ def report(tmp_path: Path) -> tuple[Path, str, dict]:
     return out, text, json.loads((out / "summary.json").read_text())
 
 
-def test_summary_lists_each_failing_graph_apart(report) -> None:
+def test_summary_groups_the_tools_failures_by_diagnostic(report) -> None:
     _, _, summary = report
-    rows = [(f["op"], f["graph"], f["models"], f["repro"]) for f in summary["lowering_tool_findings"]]
+    rows = [(f["op"], f["signature"], f["models"], f["reproducer"]) for f in summary["root_causes"]["lowering_tool"]]
     assert rows == [
-        ("", GRAPH_A, 2, f"repros/{GRAPH_A}.py"),  # one graph met in two models: one row
-        ("", GRAPH_B, 1, f"repros/{GRAPH_B}.py"),
-        ("", "", 1, ""),  # no reproducer written: grouped by its signature
-        ("aten::index_put", "", 1, "repros/index_put.py"),
+        # One diagnostic met in two models (value names differ): one bug, one reproducer.
+        ("", "failed to legalize operation 'torch.constant.int'", 2, f"repros/{GRAPH_A}.py"),
+        # The model without a reproducer failed with the same diagnostic: the same bug.
+        ("", "'stablehlo.dot_general' op failed to verify: %N rank mismatch", 2, f"repros/{GRAPH_B}.py"),
+        ("aten::index_put", "boom", 1, "repros/index_put.py"),  # what the tool said, not the verdict's words
     ]
-    assert summary["lowering_tool_findings"][2]["signature"].startswith("forward graph: 'stablehlo.dot_general' op")
 
 
-def test_report_md_names_the_whole_graph_with_its_hash_and_reproducer(report) -> None:
+def test_report_md_names_each_bug_by_its_diagnostic_with_its_reproducer(report) -> None:
     _, text, _ = report
-    section = text.split("## Lowering tool findings", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| lowering")]
-    assert len(rows) == 4
+    section = text.split("## Lowering-tool bugs by diagnostic", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "(repros/" in line]
+    assert len(rows) == 3
     first = rows[0].split(" | ")
-    assert first[1] == f"{WHOLE_GRAPH} `{GRAPH_A}`"
-    assert "backward graph: failed to legalize operation 'torch.constant.int'" in first[-2]
-    assert first[-1] == f"[graph-9e085b05f1f7.py](repros/{GRAPH_A}.py) |"
-    assert rows[2].split(" | ")[1] == WHOLE_GRAPH  # no hash without a reproducer, but never an empty op
-    assert "`aten::index_put`" in rows[3] and "(repros/index_put.py)" in rows[3]
-    assert "| forward graph: boom |" in rows[3]  # what the tool said, not the verdict's fixed words
-    assert not re.search(r"^\| lowering_tool_error \|  \|", section, re.M)
+    assert first[0] == f"| {WHOLE_GRAPH}" and first[1] == "failed to legalize operation 'torch.constant.int'"
+    assert first[-1] == f"[graph-9e085b05f1f7.py](repros/{GRAPH_A}.py) ⚠ not checked |"  # no sidecar: never run
+    assert rows[2].startswith("| `aten::index_put` | boom | 1 |")
+    plan = text.split("## Fix next", 1)[1].split("\n## ", 1)[0]
+    assert (f"| 1 | {WHOLE_GRAPH}: failed to legalize operation 'torch.constant.int' | lowering tool | 2 | 2.0k | "
+            f"40.2% | [graph-9e085b05f1f7.py](repros/{GRAPH_A}.py) |") in plan
 
 
 def test_page_data_carries_the_findings(report) -> None:

@@ -42,52 +42,63 @@ def report_for(tmp_path: Path, records: list, sweep: dict | None = None) -> str:
     return write_report(tmp_path / "out", charts=False).read_text()
 
 
+def page(tmp_path: Path, name: str) -> str:
+    """A detail page report.md links to (``details/NAME.md``)."""
+    return (tmp_path / "out" / "details" / f"{name}.md").read_text()
+
+
 def test_headline_counts_only_models_tried_on_the_device(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     # 4,700 of 20,100 downloads pass; gated/remote/skipped (10,800) are not device failures.
-    assert "**23.4% of this catalog's downloads run end to end on trnsim**" in text
-    assert "(50.5% of the downloads of models that pass or fail for the device's sake)" in text
-    assert "**Device pass rate: 33.3%** (2 of 6 models: those that pass, and those a device-origin blocker stops" in text
+    assert "**23.4% of the downloads of this catalog's PyTorch-format models run end to end on trnsim**." in text
+    assert ("**Device pass rate: 33.3%** (2 of the 6 models the device itself decided: those that pass and those a "
+            "device-origin blocker stops, of the 6 that reached it;") in text
     not_device = section(text, "Not device failures")
     assert "| environment | gated | 1 | 10.0k |" in not_device
     assert "| environment | remote\\_code | 1 | 500 |" in not_device
     assert "| skip | input\\_synthesis | 1 | 300 |" in not_device
-    reasons = section(text, "Top reasons")
+    reasons = page(tmp_path, "ops").split("## The reason that decided each failing model", 1)[1]
     assert "gated" not in reasons and "remote" not in reasons
 
 
-def test_roadmap_ranks_ops_and_frees_only_sole_blockers(tmp_path: Path) -> None:
+def test_fix_next_frees_models_in_order_and_the_ops_page_ranks_what_each_op_touches(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
-    roadmap = section(text, "Op-lowering roadmap")
-    rows = [line for line in roadmap.splitlines() if line.startswith(("| 1 ", "| 2 "))]
+    plan = section(text, "Fix next")
+    assert "| 1 | lower `aten::upsample_bilinear2d` (+ backward) | device | 1 | 2.0k | 33.3% | — |" in plan
+    # The lstm cell alone frees up-lstm (1,500); lstm-dtype needs its dtype too: a third step.
+    assert "| 2 | lower `aten::_thnn_fused_lstm_cell` (+ backward) | device | 1 | 1.5k | 40.8% | — |" in plan
+    assert "| 3 | dtype `unknown` on the device | device | 1 | 1.0k | 45.8% | — |" in plan
+    assert "Today 23.4% of the PyTorch-format downloads run end to end" in plan  # the Summary's figure
+    assert "Fixing every cause reaches at most 45.8% (3 more models)." in plan
+    ops = page(tmp_path, "ops")
+    assert "how much each op touches, not the fix order" in ops
+    rows = [line for line in ops.splitlines() if line.startswith(("| 1 ", "| 2 "))]
     assert rows[0].startswith("| 1 | `aten::upsample_bilinear2d` | unsupported\\_op | 2 | 3.5k | 1 | 2.0k |")
-    # Blocks 2,500 downloads but frees none: its only other model also needs a dtype.
+    # Blocks 2,500 downloads but frees none alone: its only other model also needs a dtype.
     assert rows[1].startswith("| 2 | `aten::_thnn_fused_lstm_cell` | unsupported\\_op | 2 | 2.5k | 0 | 0 |")
-    per_op = roadmap[roadmap.index("### Models per op") : roadmap.index("### Lowering plan")]
+    per_op = ops[ops.index("## Models per op") :]
     assert "<summary>2 models blocked by <code>aten::_thnn_fused_lstm_cell</code></summary>" in per_op
+    assert "| [org/up](../https://huggingface.co/org/up) |" not in per_op
     assert "| [org/up](https://huggingface.co/org/up) | 2.0k | none: lowering it makes this model pass |" in per_op
     assert "| [org/lstm-dtype](https://huggingface.co/org/lstm-dtype) | 1.0k | unsupported\\_dtype |" in per_op
-    plan = roadmap[roadmap.index("### Lowering plan") :]
-    assert "| 1 | `aten::upsample_bilinear2d` (+ backward) | device | 1 | 2.0k | 1 | 2.0k | 33.3% |" in plan
-    assert "| 2 | `aten::_thnn_fused_lstm_cell` (+ backward) | device | 1 | 1.5k | 2 | 3.5k | 40.8% |" in plan
-    assert "today 23.4% run end to end" in plan  # the Summary's figure, over the same downloads
-    assert "would reach at most 40.8%" in plan
 
 
 def test_fallbacks_breaks_and_breakdowns(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
     assert "| `aten::nonzero` | 1 | 700 | 4 | [org/pass-b](https://huggingface.co/org/pass-b) |" in text
     assert "| data-dependent op nonzero | 1 | 0 | 100 |" in section(text, "Graph breaks")
-    assert "| vit | 1 | 1 | 0 | 0.0% | 2.0k | 0.0% | 0 | 1 | 0.0% |" in section(text, "By model type")
-    assert "| image-classification | 1 | 1 | 0 | 0.0% |" in section(text, "By task")
+    assert "| vit | 1 | 1 | 0 | 0.0% | 2.0k | 0.0% | 0 | 1 | 0.0% |" in page(tmp_path, "model-types")
+    assert "| image-classification | 1 | 1 | 0 | 0.0% |" in page(tmp_path, "tasks")
+    assert "[By model type](details/model-types.md)" in section(text, "More")
 
 
 def test_model_table_marks_stages_and_repro(tmp_path: Path) -> None:
     text = report_for(tmp_path, sweep_records())
-    models = section(text, "Failing models")
-    assert "<details>" in models and "<summary>4 failing models by rank</summary>" in models
-    assert "All 9 models, searchable by id, model type or op: [index.html](index.html)" in models
-    assert "[records.parquet](records.parquet)" in models
+    more = section(text, "More")
+    assert "[index.html](index.html): all 9 models, searchable by id, model type or op" in more
+    assert "[records.parquet](records.parquet)" in more
+    assert "[Failing models](details/failing-models.md)" in more
+    models = page(tmp_path, "failing-models")
     assert "org/pass-a" not in models and "org/gated" not in models  # failures only
     row = next(line for line in models.splitlines() if "org/up-lstm" in line and line.startswith("| 3 "))
     assert "| ✅ | ✅ | ❌ | ⛔ | ⛔ | ⛔ | fail |" in row  # load, to_device, forward, backward, compile, shapes
@@ -106,7 +117,10 @@ def test_hostile_ids_and_messages_cannot_break_the_markdown(tmp_path: Path) -> N
         record("evil|id`<img src=x>", 2, 5, "fail", fail_at="forward",
                blockers=[reason("unsupported_op", "aten::x|`y`", nasty)], graph_break_reasons=[nasty]),
     ]  # fmt: skip
-    text = report_for(tmp_path, recs)
+    report = report_for(tmp_path, recs)
+    pages = sorted((tmp_path / "out" / "details").glob("*.md"))
+    assert len(pages) == 8
+    text = "\n\n".join([report, *(p.read_text() for p in pages)])  # report.md and every page it links
     assert "<script>" not in text and "<img" not in text
     assert "\n## injected" not in text
     assert "[x](javascript:" not in text and "\\[x\\](javascript:y)" in text
@@ -123,11 +137,12 @@ def test_without_downloads_weighted_figures_are_omitted(tmp_path: Path) -> None:
     text = report_for(tmp_path, recs, meta(source={"name": "zoo"}))
     assert "download-weighted figures are omitted" in text
     assert "catalog's downloads" not in text
-    assert "downloads blocked" not in text
-    assert "Operators ranked by the number of the failing models they block." in text
+    assert "downloads" not in section(text, "Fix next").split("\n\n", 2)[2]  # the table: models only
+    assert "the most models pass" in section(text, "Fix next")
+    assert "| 1 | lower `aten::lstm` (+ backward) | device | 1 | 100.0% | — |" in text
     assert "**Device pass rate: 50.0%**" in text
     assert "huggingface.co" not in text  # zoo ids are not Hub repos
-    assert "| 2 | lstm | ✅ | ✅ | ❌ |" in text
+    assert "| 2 | lstm | ✅ | ✅ | ❌ |" in page(tmp_path, "failing-models")
 
 
 def test_notes_for_unfinished_sweep_and_first_blocker_only(tmp_path: Path) -> None:
@@ -144,10 +159,10 @@ def test_large_sweeps_list_only_the_first_failing_models(tmp_path: Path) -> None
     recs = [record(f"org/m{i}", i, 10_000 - i, *(("fail",) if i % 2 else ()), fail_at="forward" if i % 2 else None,
                    blockers=[reason("oom")] if i % 2 else None) for i in range(1, 300)]  # fmt: skip
     text = report_for(tmp_path, recs)
-    models = section(text, "Failing models")
-    assert "<summary>the first 100 of 150 failing models by rank</summary>" in models
-    assert "org/m199" in models and "org/m201" not in models and "org/m2 " not in models
-    assert "All 299 models" in models and not (tmp_path / "out" / "models.md").exists()
+    assert "org/m199" not in text  # report.md names no failing model beyond its examples
+    models = page(tmp_path, "failing-models")
+    assert "org/m199" in models and "org/m201" in models and "org/m2]" not in models  # every failing one
+    assert "all 299 models" in section(text, "More")
 
 
 OVER_OUTPUT = {"over": {"stage": "forward", "tensor": "output"}}  # the record's typed field
@@ -166,7 +181,7 @@ def test_numerics_spread_and_the_models_furthest_off(tmp_path: Path) -> None:
     ]  # fmt: skip
     text = section(report_for(tmp_path, records, {"config": {"atol": 0.001}}), "Numerics")
     assert "4 models ran their forward on the device and on the CPU" in text
-    assert "1 match bit for bit, and 2 differ past the tolerance (atol 0.001" in text
+    assert "1 match bit for bit, and 2 fail with `numerics`" in text
     assert "| 0 (identical) | 1 | 1.0k |" in text and "| ≤ 1e-06 | 1 | 800 |" in text
     assert "| > 0.001 | 1 | 600 |" in text and "| not finite | 1 | 400 |" in text
     largest = text[text.index("The largest differences"):].splitlines()

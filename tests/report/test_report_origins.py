@@ -38,12 +38,14 @@ def test_each_origin_is_counted_apart_and_only_the_device_in_its_rate(tmp_path: 
         "pass": 1, "device": 1, "lowering_tool": 1, "harness": 1, "model": 1, "environment": 1, "skip": 0,
     }  # fmt: skip
     assert summary["overview"]["pass_rate"] == 0.5  # 1 of pass + device fail
-    assert "**Device pass rate: 50.0%** (1 of 2 models" in text
+    assert "**Device pass rate: 50.0%** (1 of the 2 models the device itself decided" in text
     for label in ("| device fail | 1 |", "| lowering tool | 1 |", "| harness | 1 |", "| model | 1 |", "| environment | 1 |"):
         assert label in text
-    # The roadmap holds the device's op alone: the tool's and our failures have their own sections.
-    assert [op["op"] for op in summary["roadmap"]["ops"]] == ["aten::upsample_bilinear2d"]
-    assert [f["op"] for f in summary["lowering_tool_findings"]] == ["aten::slice_scatter"]
+    # The ops ranking holds the device's op alone: the tool's and our failures have their own sections.
+    assert [op["op"] for op in summary["ops_by_blocked_downloads"]["ops"]] == ["aten::upsample_bilinear2d"]
+    assert [f["op"] for f in summary["root_causes"]["lowering_tool"]] == ["aten::slice_scatter"]
+    # The plan fixes the device's op and the tool's bug; the harness's and the model's failures stay.
+    assert [c["kind"] for s in summary["fix_next"]["steps"] for c in s["causes"]] == ["op", "tool"]
     assert [f["op"] for f in summary["harness_failures"]] == ["aten::foo"]
     harness = text.split("## Harness failures", 1)[1].split("\n## ", 1)[0]
     assert "1 model(s) have at least one" in harness and "org/ours" in harness

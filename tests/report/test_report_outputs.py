@@ -27,7 +27,7 @@ def test_torn_line_is_skipped_and_a_repeated_key_keeps_its_last_record(tmp_path:
     text = write_report(out, charts=False).read_text()
     assert "1 unreadable line(s) of records.jsonl were skipped" in text
     assert "| **models** | 2 |" in text
-    assert "**Device pass rate: 100.0%** (2 of 2" in text
+    assert "**Device pass rate: 100.0%** (2 of the 2 models" in text
     assert "org/c" not in text
 
 
@@ -60,13 +60,16 @@ def test_summary_parquet_and_charts(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overview"]["tested"] == 6 and summary["overview"]["categories"]["environment"] == 2
     assert summary["coverage"]["passing_downloads"] == 4700
-    assert summary["roadmap"]["ops"][0]["op"] == "aten::upsample_bilinear2d"
-    lstm = summary["roadmap"]["models_per_op"]["aten::_thnn_fused_lstm_cell"]
+    assert summary["ops_by_blocked_downloads"]["ops"][0]["op"] == "aten::upsample_bilinear2d"
+    lstm = summary["ops_by_blocked_downloads"]["models_per_op"]["aten::_thnn_fused_lstm_cell"]
     assert lstm["models"] == 2 and [m["model_id"] for m in lstm["top"]] == ["org/up-lstm", "org/lstm-dtype"]
-    assert [s["item"] for s in summary["roadmap"]["plan"]["steps"]] == [
-        "aten::upsample_bilinear2d",
-        "aten::_thnn_fused_lstm_cell",
+    # The plan's order, as report.md's Fix next table has it.
+    assert [s["item"] for s in summary["fix_next"]["steps"]] == [
+        "lower aten::upsample_bilinear2d (+ backward)",
+        "lower aten::_thnn_fused_lstm_cell (+ backward)",
+        "dtype unknown on the device",
     ]
+    assert [c["kind"] for s in summary["fix_next"]["steps"] for c in s["causes"]] == ["op", "op", "dtype"]
     table = pd.read_parquet(out / "records.parquet")
     assert len(table) == 9
     row = table.set_index("key").loc["org/up-lstm"]

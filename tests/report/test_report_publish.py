@@ -129,7 +129,7 @@ def test_model_links_follow_hf_endpoint_without_its_credentials(tmp_path: Path, 
     out = write_sweep(tmp_path / "out", sweep_records())
     site = Path(publish(out, str(tmp_path / "site")))
     report = (site / "report.md").read_text()
-    assert "[org/up](https://hf-mirror.example.org:8443/org/up)" in report
+    assert "[org/lstm-dtype](https://hf-mirror.example.org:8443/org/lstm-dtype)" in report
     assert "huggingface.co" not in report and "s3cret" not in report
     page = (site / "index.html").read_text()
     assert '"hub":"https://hf-mirror.example.org:8443"' in page and "s3cret" not in page

@@ -152,19 +152,29 @@ def test_report_numbers_recomputed_with_plain_pandas(tmp_path: Path) -> None:
 
     # Summary.
     tried = outcome.isin(["pass", "device"])
-    assert f"**{_pct(w[outcome == 'pass'].sum() / w.sum())} of this catalog's downloads run end to end" in text
-    assert f"({_pct(w[outcome == 'pass'].sum() / w[tried].sum())} of the downloads of models that pass or fail" in text
+    share = f"{_pct(w[outcome == 'pass'].sum() / w.sum())}"
+    assert f"**{share} of the downloads of this catalog's PyTorch-format models run end to end" in text
     passed, n_tried = int((outcome == "pass").sum()), int(tried.sum())
-    assert f"**Device pass rate: {_pct(passed / n_tried)}** ({passed} of {n_tried} models" in text
+    to_device = df["stage_to_device"]
+    reached = df[to_device.notna() & ~to_device.isin(["blocked", "skip"])]
+    # Two counts of models, each named: those the device decided, of those that reached it.
+    assert (f"**Device pass rate: {_pct(passed / n_tried)}** ({passed} of the {n_tried} models the device itself "
+            f"decided: those that pass and those a device-origin blocker stops, of the {len(reached)} that reached it") in text
+    # The plan starts where the Summary stands, over the same downloads.
+    assert f"Today {share} of the PyTorch-format downloads run end to end." in text
     for key, label in LABELS.items():
         count = int((outcome == key).sum())
         assert f"| {label} | {count} | {_pct(count / len(df))} |" in text, label
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(df["status"].value_counts().items()))
-    assert f"Model statuses: {statuses}." in text
+    assert f"Record statuses of the {len(df)} models: {statuses}." in text
+    # Harness: the models with a harness blocker, and those it decides (the Outcomes row), each named.
+    # (a skipped model was never tried: its harness reason is a skip's, counted under skip)
+    harness_blocked = df["blockers"].apply(lambda bs: any(b.get("origin") == "harness" for b in bs or []))
+    has_harness = int((harness_blocked & (df["status"] != "skip")).sum())
+    assert (f"{has_harness} model(s) have at least one; for {int((outcome == 'harness').sum())} of them it decides "
+            "the outcome (the *harness* row of Outcomes)") in text
 
     # Stages: every model that reached the device, each row adding up to them.
-    to_device = df["stage_to_device"]
-    reached = df[to_device.notna() & ~to_device.isin(["blocked", "skip"])]
     n = len(reached)
     assert f"Counts (and shares) of the {n} models that reached the device" in text
     for stage in STAGES:
@@ -180,7 +190,8 @@ def test_report_numbers_recomputed_with_plain_pandas(tmp_path: Path) -> None:
     diffs = compared["max_abs_diff"]
     section = text[text.index("## Numerics"):]
     assert f"{len(compared)} models ran their forward on the device and on the CPU" in section
-    assert f"{int((diffs == 0).sum())} match bit for bit, and {int((df['over'] == 'output').sum())} differ past" in section
+    # The forward's failures past the tolerance here; the gradients' apart below, each named by its stage.
+    assert f"{int((diffs == 0).sum())} match bit for bit, and {int((df['over'] == 'output').sum())} fail with `numerics`" in section
     edges = [("0 (identical)", diffs == 0), ("≤ 1e-06", (diffs > 0) & (diffs <= 1e-6)),
              ("≤ 1e-05", (diffs > 1e-6) & (diffs <= 1e-5)), ("≤ 0.0001", (diffs > 1e-5) & (diffs <= 1e-4)),
              ("≤ 0.001", (diffs > 1e-4) & (diffs <= 1e-3)), ("> 0.001", diffs > 1e-3)]  # fmt: skip
@@ -199,6 +210,7 @@ def test_summary_json_and_top_reasons_read_the_outcome(tmp_path: Path) -> None:
     blob = json.dumps(summary)
     for key in LABELS:
         assert re.search(rf'"{key}": {int(counts.get(key, 0))}\b', blob), key
-    reasons = text[text.index("## Top reasons"): text.index("## Lowering tool findings")]
+    ops = (folder / "details" / "ops.md").read_text(encoding="utf-8")
+    reasons = ops[ops.index("## The reason that decided each failing model"):]
     assert "lowering\\_tool\\_error" not in reasons  # the longformer counts under its device blocker
     assert "dynamic\\_shape" in reasons
