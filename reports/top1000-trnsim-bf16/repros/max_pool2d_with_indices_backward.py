@@ -1,6 +1,6 @@
 """Torch-MLIR fails to lower aten::max_pool2d_with_indices_backward to StableHLO.
 
-Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu.
+Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
 Run: python max_pool2d_with_indices_backward.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """

@@ -1,6 +1,6 @@
 """Torch-MLIR fails to lower this graph to StableHLO, and no single op of it fails alone.
 
-Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu.
+Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
 failed to legalize operation 'torch.constant.int': %24 = "torch.constant.int"() <{value = 4 : i64}> : () -> !torch.int
 The graph as the compiler received it: input shapes and dtypes, every node's arguments,
 the values of its tensor constants. Run: python graph-ccede3867a34.py

@@ -1,0 +1,63 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[256,128,10],bf16>, %arg1: !torch.vtensor<[2,256,864],bf16>, %arg2: !torch.vtensor<[2,128,4320],bf16>) -> (!torch.vtensor<[256,128,10],bf16>, !torch.vtensor<[128],bf16>, !torch.vtensor<[2,256,864],bf16>) {
+    %int2 = torch.constant.int 2
+    %int128 = torch.constant.int 128
+    %int4325 = torch.constant.int 4325
+    %0 = torch.prim.ListConstruct %int2, %int128, %int4325 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %int553600 = torch.constant.int 553600
+    %int4325_0 = torch.constant.int 4325
+    %int1 = torch.constant.int 1
+    %1 = torch.prim.ListConstruct %int553600, %int4325_0, %int1 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %int15 = torch.constant.int 15
+    %int0 = torch.constant.int 0
+    %none = torch.constant.none
+    %none_1 = torch.constant.none
+    %2 = torch.aten.empty_strided %0, %1, %int15, %int0, %none, %none_1 : !torch.list<int>, !torch.list<int>, !torch.int, !torch.int, !torch.none, !torch.none -> !torch.vtensor<[2,128,4325],bf16>
+    %int0_2 = torch.constant.int 0
+    %none_3 = torch.constant.none
+    %none_4 = torch.constant.none
+    %none_5 = torch.constant.none
+    %false = torch.constant.bool false
+    %none_6 = torch.constant.none
+    %3 = torch.aten.full_like %2, %int0_2, %none_3, %none_4, %none_5, %false, %none_6 : !torch.vtensor<[2,128,4325],bf16>, !torch.int, !torch.none, !torch.none, !torch.none, !torch.bool, !torch.none -> !torch.vtensor<[2,128,4325],bf16>
+    %int2_7 = torch.constant.int 2
+    %int0_8 = torch.constant.int 0
+    %int4320 = torch.constant.int 4320
+    %int1_9 = torch.constant.int 1
+    %4 = torch.aten.slice_scatter %3, %arg2, %int2_7, %int0_8, %int4320, %int1_9 : !torch.vtensor<[2,128,4325],bf16>, !torch.vtensor<[2,128,4320],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,128,4325],bf16>
+    %int2_10 = torch.constant.int 2
+    %5 = torch.aten.unsqueeze %4, %int2_10 : !torch.vtensor<[2,128,4325],bf16>, !torch.int -> !torch.vtensor<[2,128,1,4325],bf16>
+    %int2_11 = torch.constant.int 2
+    %6 = torch.aten.unsqueeze %arg1, %int2_11 : !torch.vtensor<[2,256,864],bf16>, !torch.int -> !torch.vtensor<[2,256,1,864],bf16>
+    %int2_12 = torch.constant.int 2
+    %7 = torch.aten.unsqueeze %arg0, %int2_12 : !torch.vtensor<[256,128,10],bf16>, !torch.int -> !torch.vtensor<[256,128,1,10],bf16>
+    %int128_13 = torch.constant.int 128
+    %8 = torch.prim.ListConstruct %int128_13 : (!torch.int) -> !torch.list<int>
+    %int1_14 = torch.constant.int 1
+    %int5 = torch.constant.int 5
+    %9 = torch.prim.ListConstruct %int1_14, %int5 : (!torch.int, !torch.int) -> !torch.list<int>
+    %int0_15 = torch.constant.int 0
+    %int0_16 = torch.constant.int 0
+    %10 = torch.prim.ListConstruct %int0_15, %int0_16 : (!torch.int, !torch.int) -> !torch.list<int>
+    %int1_17 = torch.constant.int 1
+    %int1_18 = torch.constant.int 1
+    %11 = torch.prim.ListConstruct %int1_17, %int1_18 : (!torch.int, !torch.int) -> !torch.list<int>
+    %true = torch.constant.bool true
+    %int0_19 = torch.constant.int 0
+    %int0_20 = torch.constant.int 0
+    %12 = torch.prim.ListConstruct %int0_19, %int0_20 : (!torch.int, !torch.int) -> !torch.list<int>
+    %int1_21 = torch.constant.int 1
+    %true_22 = torch.constant.bool true
+    %true_23 = torch.constant.bool true
+    %true_24 = torch.constant.bool true
+    %13 = torch.prim.ListConstruct %true_22, %true_23, %true_24 : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+    %result0, %result1, %result2 = torch.aten.convolution_backward %5, %6, %7, %8, %9, %10, %11, %true, %12, %int1_21, %13 : !torch.vtensor<[2,128,1,4325],bf16>, !torch.vtensor<[2,256,1,864],bf16>, !torch.vtensor<[256,128,1,10],bf16>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,256,1,864],bf16>, !torch.vtensor<[256,128,1,10],bf16>, !torch.vtensor<[128],bf16>
+    %int2_25 = torch.constant.int 2
+    %14 = torch.prim.ListConstruct %int2_25 : (!torch.int) -> !torch.list<int>
+    %15 = torch.prims.squeeze %result0, %14 : !torch.vtensor<[2,256,1,864],bf16>, !torch.list<int> -> !torch.vtensor<[2,256,864],bf16>
+    %int2_26 = torch.constant.int 2
+    %16 = torch.prim.ListConstruct %int2_26 : (!torch.int) -> !torch.list<int>
+    %17 = torch.prims.squeeze %result1, %16 : !torch.vtensor<[256,128,1,10],bf16>, !torch.list<int> -> !torch.vtensor<[256,128,10],bf16>
+    return %17, %result2, %15 : !torch.vtensor<[256,128,10],bf16>, !torch.vtensor<[128],bf16>, !torch.vtensor<[2,256,864],bf16>
+  }
+}
