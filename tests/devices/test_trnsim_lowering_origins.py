@@ -191,3 +191,20 @@ def test_a_library_custom_op_is_judged_as_an_aten_op_in_every_dtype(lowering, tm
     assert written["signature"] == signature(reason.message) == signature(run.stderr)
     assert written["torch-mlir"] == lowering.tool_version() != "absent"
     assert f"Torch-MLIR {written['torch-mlir']}" in script.read_text()
+
+
+def test_a_large_graphs_mlir_is_written_with_its_long_constants_elided(tmp_path):
+    """A constant printed in full (tens of megabytes) does not go into the sweep folder: the
+    reproducer's script rebuilds it; the MLIR beside it keeps every op."""
+    from sweeper.devices.trnsim.reproducer import write_mlir
+
+    blob = "0x" + "00" * 600_000
+    mlir = ('%0 = torch.vtensor.literal(dense<[' + ", ".join(["0.0"] * 300_000) + ']> : tensor<300000xf32>)\n'
+            f'%1 = torch.aten.add.Tensor %0, %0\n{{-# dialect_resources: {{ builtin: {{ w: "{blob}" }} }} #-}}\n')
+    path = tmp_path / "graph.mlir"
+    write_mlir(path, mlir)
+    written = path.read_text()
+    assert len(written) < 2_000 and "torch.aten.add.Tensor" in written
+    assert "dense_resource<__elided__>" in written and "600000 bytes elided" in written
+    write_mlir(path, "%0 = torch.vtensor.literal(dense<[1.0, 2.0]> : tensor<2xf32>)")  # small: as it is
+    assert path.read_text() == "%0 = torch.vtensor.literal(dense<[1.0, 2.0]> : tensor<2xf32>)"

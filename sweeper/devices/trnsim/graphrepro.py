@@ -19,7 +19,7 @@ import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
 from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, tool_version
-from sweeper.devices.trnsim.reproducer import MAIN_SOURCE, _check, _literal, _NotWritable, write_outcome
+from sweeper.devices.trnsim.reproducer import MAIN_SOURCE, _check, _literal, _NotWritable, write_mlir, write_outcome
 
 # Constants up to this many elements are written into the script as literals.
 MAX_CONSTANT_NUMEL = 1 << 16
@@ -177,5 +177,5 @@ def write_graph_reproducer(gm: torch.fx.GraphModule, key: str, directory: str | 
     path.write_text(source)
     write_outcome(path, said)
     if mlir:
-        (folder / f"{stem}.mlir").write_text(mlir)
+        write_mlir(folder / f"{stem}.mlir", mlir)
     return path

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -223,8 +224,24 @@ def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *
     path.write_text(source)
     write_outcome(path, said)
     if mlir:
-        path.with_suffix(".mlir").write_text(mlir)
+        write_mlir(path.with_suffix(".mlir"), mlir)
     return path
+
+
+# A graph's constants (an embedding table, a zeros buffer) make its MLIR tens of megabytes,
+# as element lists or as hex blobs in its dialect resources: past this size the long ones are
+# elided, so a sweep folder stays small; the script itself rebuilds every constant.
+MAX_MLIR_CHARS = 1_000_000
+_LONG_DENSE = re.compile(r"dense<[^<>]{2000,}>")
+_LONG_BLOB = re.compile(r'"0x[0-9A-Fa-f]{2000,}"')
+
+
+def write_mlir(path: Path, mlir: str) -> None:
+    """Write the torch-dialect MLIR beside a reproducer, long literals elided when it is large."""
+    if len(mlir) > MAX_MLIR_CHARS:
+        mlir = _LONG_DENSE.sub("dense_resource<__elided__>", mlir)
+        mlir = _LONG_BLOB.sub(lambda m: f'"0x" /* {(len(m.group(0)) - 4) // 2} bytes elided */', mlir)
+    path.write_text(mlir)
 
 
 def write_outcome(script: Path, diagnostic: str) -> None:
