@@ -20,12 +20,12 @@ def _dtype(data: SweepData) -> str:
 
 
 def render(data: SweepData, other: SweepData, *, link: bool) -> str:
-    """The section's Markdown: this sweep (``data``) against ``other``."""
+    """The section (its heading too): this sweep (``data``) against ``other``."""
     mine, theirs = _dtype(data), _dtype(other)
     m, o = data.models.set_index("key"), other.models.set_index("key")
     common = m.index.intersection(o.index)
     changed = [k for k in common if m.at[k, "category"] != o.at[k, "category"]]
-    lines = [f"This {code(mine)} sweep against the {code(theirs)} sweep of the same catalog: {num(len(common))} models "
+    lines = [f"## Against {md(theirs)}", f"This {code(mine)} sweep against the {code(theirs)} sweep of the same catalog: {num(len(common))} models "
              f"in both, {num(len(changed))} with another outcome."]
     if changed:
         rows = []

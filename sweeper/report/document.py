@@ -214,7 +214,7 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         cause_tables.gap_table(a.data, gaps, weighted=w, link=link),
     ]
     if a.against is not None:
-        parts += ["## Against float32", a.against]
+        parts += [a.against]
     parts += [
         "## Not device failures",
         NOT_TESTED_INTRO,
