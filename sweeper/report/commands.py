@@ -24,13 +24,12 @@ def write_report(out_dir: Path, *, charts: bool = True, against: Path | None = N
 def _write_report(out_dir: Path, *, charts: bool, against: Path | None = None) -> Path:
     import tempfile
 
+    from sweeper.report import against as versus
     from sweeper.report import document
     from sweeper.report.export import write_parquet
     from sweeper.report.page import write_page
-    from sweeper.storage.staged import Staged
-
-    from sweeper.report import against as versus
     from sweeper.report.pages import write_pages
+    from sweeper.storage.staged import Staged
 
     data = read_sweep(out_dir)
     a = analyse(data, folder=out_dir)

@@ -156,7 +156,7 @@ def _same_build(m: pd.DataFrame, failing: pd.DataFrame) -> str:
     """One line per build of a failing model that other models share."""
     members = m.groupby("build")["model_id"].agg(list)
     lines = []
-    for build, ids in members.items():
+    for _build, ids in members.items():
         failing_ids = [i for i in ids if i in set(failing["model_id"])]
         if len(ids) > 1 and failing_ids:
             lines.append(f"- {md(', '.join(ids[:12]))}" + (f" and {num(len(ids) - 12)} more" if len(ids) > 12 else ""))

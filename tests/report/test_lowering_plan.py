@@ -202,7 +202,7 @@ def check_report(folder: Path) -> tuple[list[dict[str, Any]], list[list[tuple[st
         assert value == pytest.approx(step["weight_freed"], abs=rounding + 1e-6), row
         assert row["coverage"] == pytest.approx(100 * mine["coverage"], abs=0.05), row
         assert row["whose"] == {"lowering tool" if kind == "tool" else "device" for kind, _, _ in causes}, row
-        for kind, name, _ in causes:  # the row names each of its causes
+        for _kind, name, _ in causes:  # the row names each of its causes
             assert (name or "whole graph") in row["fix"].replace("\\_", "_"), (row, name)
         assert mine["models"] > before, row  # every step frees something
         before = mine["models"]

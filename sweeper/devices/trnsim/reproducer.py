@@ -20,9 +20,9 @@ from typing import Any
 import torch
 
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
+from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, tool_version, variant
 from sweeper.diagnostics import diagnostic_lines, signature
 from sweeper.redact import redact
-from sweeper.devices.trnsim.lowering import MEMORY_BYTES, TIMEOUT_S, op_name, tool_version, variant
 
 # The end of every reproducer script: import the graph with Torch-MLIR, print the failure and
 # exit 1 while it still fails (escaped for ``str.format``, like the templates it ends).
