@@ -70,6 +70,7 @@ def sweep(
     executor: Annotated[str | None, typer.Option("--executor", help="ray | process | inline.")] = None,
     out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (rerun the same command on it to resume).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per model before it is stopped.")] = None,
+    shapes_timeout: Annotated[float | None, typer.Option("--shapes-timeout", help="Seconds the shapes stage may take; past them it is a timeout of that stage alone.")] = None,
     compile_backend: CompileBackend = None,
     device_profile: Profile = None,
     dtype: Dtype = None,
@@ -110,7 +111,7 @@ def sweep(
 
     cfg = build_config(
         _opts(top=top, device=device, source=source, catalog=catalog, weights=weights, stages=stages,
-              executor=executor, out=out, timeout=timeout, compile_backend=compile_backend,
+              executor=executor, out=out, timeout=timeout, shapes_timeout=shapes_timeout, compile_backend=compile_backend,
               device_profile=device_profile, dtype=dtype, collect_all=collect_all, retie_weights=retie_weights,
               whole_graph=whole_graph, strict_float32=strict_float32, trust_remote_code=trust_remote_code, tasks=task, libraries=library, model_types=model_type,
               include=include, exclude=exclude, workers=workers, address=address, num_cpus=num_cpus,
@@ -255,7 +256,8 @@ def check_repros(
 ) -> None:
     """Run every reproducer the report links and say whether each still fails with its bug's
     diagnostic (exit 1 when one does not); `sweep report OUT` then marks them."""
-    from sweeper.report.repro_check import check_repros as run, render
+    from sweeper.report.repro_check import check_repros as run
+    from sweeper.report.repro_check import render
 
     text, code = render(run(out, timeout=timeout))
     print(text)

@@ -215,11 +215,12 @@ def starting_line(cfg: SweepConfig, models: int) -> str:
 
 def _checker(cfg: SweepConfig, spec: DeviceSpec) -> Check:
     """The real check, imported when a model is about to run (it imports torch); each stage
-    it starts is marked in the worker's breadcrumbs, so a crash record names the stage."""
+    it starts is marked in the worker's breadcrumbs, so a crash record names the stage, and
+    what a model earned before a stage with a limit of its own reaches the worker's parent."""
     from sweeper.checks.checker import Checker
     from sweeper.executors import breadcrumbs
 
-    return Checker(cfg, spec, on_stage=breadcrumbs.mark)
+    return Checker(cfg, spec, on_stage=breadcrumbs.mark, on_earned=breadcrumbs.earned)
 
 
 def _start_meta(folder: SweepFolder, cfg: SweepConfig, source: dict, device: dict, *, total: int) -> SweepMeta:

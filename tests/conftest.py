@@ -178,6 +178,20 @@ def _trnsim_before_any_backward() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _dynamo_defaults():
+    """Each test starts with Dynamo's automatic dynamic shapes on, as a fresh worker of a
+    cpu or cuda sweep has them: a trnsim check earlier in this process turns them off for
+    the whole process, as its static-shape profile asks (a trnsim check turns them off
+    again when it sets its device up)."""
+    import sys
+
+    config = sys.modules.get("torch._dynamo.config")
+    if config is not None:
+        config.automatic_dynamic_shapes = True
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _offline_hub(monkeypatch, tmp_path_factory):
     """Tests never reach the real Hub and never share an HF cache."""
     monkeypatch.setenv("HF_HUB_OFFLINE", os.environ.get("HF_HUB_OFFLINE", "1"))

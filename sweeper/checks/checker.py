@@ -9,12 +9,13 @@ what they need exists, so one run finds every blocker of the model.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sweeper.checks import compile_time, components, control, origins, part_memo, stages
+from sweeper.checks import compile_time, components, control, deadline, origins, part_memo, stages
 from sweeper.checks.classify import classify
 from sweeper.checks.repro import repro_command
 from sweeper.checks.versions import library_versions, versions
@@ -26,6 +27,7 @@ from sweeper.records import (
     ModelRecord,
     ModelRef,
     Reason,
+    ReasonKind,
     Stage,
     StageResult,
     Status,
@@ -53,6 +55,9 @@ NEEDS: dict[Stage, tuple[Stage, ...]] = {
     # only be refused again.
     Stage.SHAPES: (Stage.LOAD, Stage.TO_DEVICE, Stage.COMPILE),
 }
+# Stages with a time limit of their own (the setting that holds it): out of time, such a
+# stage is a timeout of that stage alone, and what the model earned before stands.
+OWN_LIMIT: dict[Stage, str] = {Stage.SHAPES: "shapes_timeout"}
 
 class Checker:
     """``check_model`` for one sweep, with its device set up once per process.
@@ -62,20 +67,23 @@ class Checker:
     ``check(ref)`` per model and ``between_models()`` after each.
     """
 
-    def __init__(self, cfg: SweepConfig, spec: DeviceSpec, *, on_stage: Callable[[str], None] | None = None) -> None:
-        # on_stage: told each stage's name as it starts (a module-level function, so the
-        # checker pickles: a worker's breadcrumbs.mark).
-        self.cfg, self.spec, self.on_stage = cfg, spec, on_stage
+    def __init__(self, cfg: SweepConfig, spec: DeviceSpec, *, on_stage: Callable[[str], None] | None = None,
+                 on_earned: Callable[[ModelRecord], None] | None = None) -> None:
+        # on_stage: told each stage's name as it starts; on_earned: handed what a model has
+        # earned before a stage with a limit of its own. Module-level functions, so the
+        # checker pickles: a worker's breadcrumbs.mark and breadcrumbs.earned.
+        self.cfg, self.spec, self.on_stage, self.on_earned = cfg, spec, on_stage, on_earned
         self.device: Device | None = None
         self._failed: Exception | None = None
         # Components checked by this checker, answered again for later pipelines.
         self.parts = part_memo.PartMemo()
 
     def __getstate__(self) -> dict:
-        return {"cfg": self.cfg, "spec": self.spec, "on_stage": self.on_stage}
+        return {"cfg": self.cfg, "spec": self.spec, "on_stage": self.on_stage, "on_earned": self.on_earned}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["cfg"], state["spec"], on_stage=state["on_stage"])  # type: ignore[misc]
+        self.__init__(state["cfg"], state["spec"], on_stage=state["on_stage"],  # type: ignore[misc]
+                      on_earned=state.get("on_earned"))
 
     def setup(self) -> Checker:
         """Build and set the device up (once; a failure is reported by each ``check``)."""
@@ -99,7 +107,8 @@ class Checker:
     def check(self, ref: ModelRef) -> ModelRecord:
         """The record of ``ref`` on this checker's device (never raises)."""
         self.setup()
-        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage, parts=self.parts)
+        return _check(ref, self.cfg, self.device, failed=self._failed, on_stage=self.on_stage, parts=self.parts,
+                      on_earned=self.on_earned)
 
     def control(self, ref: ModelRef, stage: str) -> dict[str, Any]:
         """The CPU control of a stage whose worker crashed, hung or ran out of memory: the
@@ -142,10 +151,11 @@ def _present(found: dict[str, str]) -> dict[str, str]:
 def _check(
     ref: ModelRef, cfg: SweepConfig, device: Device | None, *, failed: Exception | None,
     on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
-    parts: part_memo.PartMemo | None = None,
+    parts: part_memo.PartMemo | None = None, on_earned: Callable[[ModelRecord], None] | None = None,
 ) -> ModelRecord:
     """Run the selected stages for ``ref`` on ``device``; ``failed``: the device could not
-    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts;
+    be set up, and the record says why. ``on_stage`` is told each stage's name as it starts,
+    ``on_earned`` what the model earned before a stage with a limit of its own;
     ``reference_of``: hold the CPU reference of these stages even on the CPU (a control);
     ``parts``: components checked before, answered again."""
     started = time.perf_counter()
@@ -159,7 +169,8 @@ def _check(
         # tools, and the packages its library builds it with (timm, diffusers, ...).
         record.versions = {**versions(device), **_present(library_versions(record.library_name))}
         record.precision = device.float32_math().to_dict()
-        _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of, parts=parts)
+        _run_stages(ref, cfg, device, record, on_stage=on_stage, reference_of=reference_of, parts=parts,
+                    started=started, on_earned=on_earned)
     except Exception as exc:  # set-up outside any stage: still one record
         reason = classify(exc)
         record.status, record.reason, record.blockers = Status.ERROR, reason, [reason]
@@ -180,13 +191,16 @@ def selected_stages(names: Collection[str]) -> list[Stage]:
 def _run_stages(
     ref: ModelRef, cfg: SweepConfig, device: Device, record: ModelRecord, *,
     on_stage: Callable[[str], None] | None = None, reference_of: frozenset[str] | None = None,
-    parts: part_memo.PartMemo | None = None,
+    parts: part_memo.PartMemo | None = None, started: float | None = None,
+    on_earned: Callable[[ModelRecord], None] | None = None,
 ) -> None:
     selected = selected_stages(cfg.check.stages)
     runs = frozenset(s.value for s in selected)
     ctx = stages.StageContext(ref=ref, cfg=cfg, device=device, runs=runs, on_stage=on_stage, reference_of=reference_of)
+    if started is not None:
+        ctx.started = started
     device.reset_peak_memory()
-    _run_loop(selected, ctx, device, record)
+    _run_loop(selected, ctx, device, record, on_earned=on_earned)
     _attribute(record, ctx, device)
     _finish(record, ctx, device)
     if ctx.built is not None and ctx.built.components:
@@ -214,7 +228,7 @@ def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.Stage
     sub = base_record(ctx.ref, sweep_id="", device=ctx.cfg.device.spec, status=Status.PASS,
                       weights=ctx.cfg.materialise.weights, dtype=ctx.cfg.device.dtype)
     sub_ctx = stages.StageContext(ref=ctx.ref, cfg=ctx.cfg, device=device, runs=ctx.runs, built=part, part=name,
-                                  on_stage=ctx.on_stage, reference_of=ctx.reference_of)
+                                  on_stage=ctx.on_stage, reference_of=ctx.reference_of, started=ctx.started)
     _run_loop(selected, sub_ctx, device, sub)
     _attribute(sub, sub_ctx, device)
     _finish(sub, sub_ctx, device)
@@ -224,9 +238,11 @@ def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.Stage
     return sub
 
 
-def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, record: ModelRecord) -> None:
+def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, record: ModelRecord, *,
+              on_earned: Callable[[ModelRecord], None] | None = None) -> None:
     """Run ``selected`` in order into ``record``; a model of several components stops
-    after its load (each component runs the rest)."""
+    after its load (each component runs the rest). ``on_earned`` is handed the record so
+    far before a stage with a limit of its own."""
     passed: set[Stage] = set()
     stop = False
     for stage in selected:
@@ -235,6 +251,8 @@ def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, r
         if stop or not all(n in passed for n in NEEDS[stage]) or _compile_blocked(stage, record):
             record.stages[stage.value] = StageResult(Status.BLOCKED)
             continue
+        if stage in OWN_LIMIT and on_earned is not None:
+            _publish_earned(record, ctx, device, on_earned)
         result, found, completed = _run_one(stage, ctx, device, record)
         record.stages[stage.value] = result
         for reason in found:
@@ -266,10 +284,14 @@ def _run_one(
     recording = Recording()
     raised: Reason | None = None
     compiled: dict[str, float] = {}
+    limit: deadline.Deadline | None = None
     try:
-        with compile_time.measured(device) as compiled, device.recording() as recording:
+        with compile_time.measured(device) as compiled, device.recording() as recording, \
+                _own_limit(stage, ctx) as limit:
             STAGE_FUNCS[stage](ctx)
     except Exception as exc:
+        if isinstance(exc, deadline.StageOutOfTime) or (limit is not None and limit.fired):
+            return _out_of_time(stage, ctx, record, compiled, seconds=time.perf_counter() - started)
         raised = dataclasses.replace(classify(exc, stage=stage), stage=stage.value)
     if compiled:
         record.compile_phases[stage.value] = compiled
@@ -282,6 +304,51 @@ def _run_one(
         return StageResult(Status.PASS, seconds), [], True
     reason = found[0] if raised is None else raised
     return StageResult(Status.FAIL, seconds, reason), found, raised is None
+
+
+def _own_limit(stage: Stage, ctx: stages.StageContext) -> contextlib.AbstractContextManager[deadline.Deadline | None]:
+    """The stage's own time limit (``OWN_LIMIT``), within what is left of the model's
+    ``--timeout``; no limit for the other stages."""
+    setting = OWN_LIMIT.get(stage)
+    if setting is None:
+        return contextlib.nullcontext()
+    seconds = deadline.stage_limit(getattr(ctx.cfg.check, setting), model_timeout=ctx.cfg.execution.timeout,
+                                   model_started=ctx.started)
+    return deadline.limited(stage.value, seconds)
+
+
+def _out_of_time(stage: Stage, ctx: stages.StageContext, record: ModelRecord, compiled: dict[str, float], *,
+                 seconds: float) -> tuple[StageResult, list[Reason], bool]:
+    """A stage past its own limit: a timeout of that stage, no blocker of the model (the
+    earlier stages' verdicts stand); the shapes it finished stay in its findings."""
+    import torch._dynamo
+
+    with contextlib.suppress(Exception):  # half-made graphs must not serve the next model
+        torch._dynamo.reset()
+    if compiled:
+        record.compile_phases[stage.value] = compiled
+    setting = OWN_LIMIT[stage]
+    message = (f"the {stage.value} stage ran past its time limit ({seconds:.0f}s; --{setting.replace('_', '-')} "
+               f"{getattr(ctx.cfg.check, setting):g}s, within the model's --timeout); the earlier stages' verdicts stand")
+    found = ctx.findings.setdefault(stage.value, {})
+    if isinstance(found, dict):
+        found["verdict"] = "timeout"
+        found["limit_s"] = round(seconds, 1)
+        if "failed_at" in found:
+            found["stopped_at"] = found.pop("failed_at")
+    return StageResult(Status.TIMEOUT, seconds, Reason(ReasonKind.TIMEOUT, message=message, stage=stage.value)), [], False
+
+
+def _publish_earned(record: ModelRecord, ctx: stages.StageContext, device: Device,
+                    on_earned: Callable[[ModelRecord], None]) -> None:
+    """Hand over what the model has earned before a stage with a limit of its own (a
+    worker sends it to its parent): should the worker be killed in that stage, the record
+    keeps these verdicts."""
+    with contextlib.suppress(Exception):  # the snapshot is a safety net, never the check's failure
+        earned = copy.deepcopy(record)
+        _finish(earned, ctx, device)
+        earned.seconds = time.perf_counter() - ctx.started
+        on_earned(earned)
 
 
 def _merge_recording(record: ModelRecord, recording: Recording) -> None:

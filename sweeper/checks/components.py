@@ -84,7 +84,7 @@ def _numerics(parts: dict[str, ModelRecord]) -> dict[str, Any]:
 
 # A model's shapes verdict is its worst component's: one failing shape fails it, one
 # component that recompiles per shape makes a workload recompile.
-_VERDICTS = ("fails", "static", "symbolic", "not_run")
+_VERDICTS = ("fails", "timeout", "static", "symbolic", "not_run")
 
 
 def _shapes(parts: dict[str, ModelRecord]) -> dict[str, Any]:

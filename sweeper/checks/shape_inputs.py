@@ -28,6 +28,8 @@ LABEL_KEYS = ("labels", "label", "decoder_labels")
 # Config fields that cap the length a model accepts.
 LENGTH_CAPS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "n_ctx",
                "max_source_positions", "max_text_len")
+# The label of the run that grows the first new shape's dimension once more.
+AGAIN = "again"
 # What padding fills each input with (the rest take 0); input ids take the pad token.
 PAD_VALUES = {"attention_mask": 0, "decoder_attention_mask": 0, "token_type_ids": 0}
 
@@ -116,28 +118,35 @@ def sizes(inputs: dict[str, Any]) -> dict[str, list[int]]:
     return {k: list(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)}
 
 
-def shape_runs(inputs: dict[str, Any], config: Any = None) -> list[ShapeRun]:
+def shape_runs(inputs: dict[str, Any], config: Any = None, *, again: bool = False) -> list[ShapeRun]:
     """The shapes the stage runs: the compile stage's (its very inputs, labels included,
     so the compile stage's graphs serve it), a longer sequence (when the inputs have one and
-    the config admits it) and one more row in the batch."""
+    the config admits it) and one more row in the batch. With ``again``, the first of those
+    grown once more (``AGAIN``, right after it): under Dynamo's automatic dynamic shapes
+    the second size recompiles with that dimension symbolic and a third must reuse it."""
     base = dict(inputs)
     runs = [ShapeRun("compile", base, sizes(base))]
     dims = length_of(base)
     if dims is not None:
         batch, length = dims
-        longer = length + max(1, length // 2)
+        step = max(1, length // 2)
         cap = length_cap(config)
-        if cap is not None:
-            longer = min(longer, cap)
         keys = _sequence_inputs(base, batch, length)
-        if longer > length and keys:
+        reached = length
+        for label, extra in (("longer", step), (AGAIN, 2 * step))[: 2 if again else 1]:
+            longer = length + extra if cap is None else min(length + extra, cap)
+            if not keys or longer <= reached:
+                break
             grown = {k: (_grow(v, 1, longer - length) if k in keys else v) for k, v in base.items()}
-            runs.append(ShapeRun("longer", grown, sizes(grown)))
+            runs.append(ShapeRun(label, grown, sizes(grown)))
+            reached = longer
     batch = batch_of(base)
     if batch:
-        more = {k: (_grow(v, 0, 1) if isinstance(v, torch.Tensor) and v.ndim >= 1 and v.shape[0] == batch else v)
-                for k, v in base.items()}
-        runs.append(ShapeRun("batch", more, sizes(more)))
+        again_here = again and not any(r.label == AGAIN for r in runs)
+        for label, extra in (("batch", 1), (AGAIN, 2))[: 2 if again_here else 1]:
+            more = {k: (_grow(v, 0, extra) if isinstance(v, torch.Tensor) and v.ndim >= 1 and v.shape[0] == batch else v)
+                    for k, v in base.items()}
+            runs.append(ShapeRun(label, more, sizes(more)))
     return runs
 
 

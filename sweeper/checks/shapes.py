@@ -11,12 +11,17 @@ longer sequence and one more row (``shape_inputs``) and records:
   CPU's at each new shape (the compile stage compared its own). The compile stage's
   compiled model is called again, as it ran (its inputs, grad enabled), so its graphs
   serve the first shape and each new shape is a recompile of what a user compiled;
-- whether the device takes one symbolic-shape graph for every shape (``dynamic=True``),
-  refuses it (naming the feature or op), or declares it takes static shapes only;
-- the verdict: ``symbolic`` (one graph serves every length), ``static`` (a workload of
-  ``WORKLOAD_LENGTHS`` lengths costs that many compiles per graph), or the stage fails at
-  the shape where an op or guard breaks (classified and controlled like any stage's
-  failure);
+- whether one symbolic-shape graph serves every later shape. On a device that does not
+  declare static shapes only, the question is asked as a user's ``torch.compile`` asks it
+  (Dynamo's automatic dynamic shapes): the second size of a dimension recompiles with that
+  dimension symbolic, and a third size (``shape_inputs.AGAIN``) must reuse that graph. That
+  costs what the user pays (one recompile per dimension), where a separate ``dynamic=True``
+  compile of every dimension costs a whole compile more. Only where automatic dynamic
+  shapes are off and the device does not declare static shapes is ``dynamic=True`` tried;
+- the verdict: ``symbolic`` (one graph serves every later length), ``static`` (a workload
+  of ``WORKLOAD_LENGTHS`` lengths costs that many compiles per graph), or the stage fails
+  at the shape where an op or guard breaks (classified and controlled like any stage's
+  failure); a stage out of its own time (``--shapes-timeout``) is ``timeout``;
 - padding to buckets, for models with an attention mask: the real positions' outputs of
   the right-padded input against the unpadded run's, on the device (eager, as the padded
   input is what the device then runs). A difference is the device's only when the CPU's
@@ -39,7 +44,7 @@ import torch
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
 from sweeper.checks.numerics import compare, cpu_twin, seeded, tolerance_for
-from sweeper.checks.shape_inputs import PaddingPair, ShapeRun, moved, padding_pair, shape_runs
+from sweeper.checks.shape_inputs import AGAIN, PaddingPair, ShapeRun, moved, padding_pair, shape_runs
 from sweeper.settings.errors import NumericsError
 
 # The distinct lengths of the workload whose compiles the record states.
@@ -60,15 +65,25 @@ class ShapePlan:
     left_out: dict[str, str] = field(default_factory=dict)
 
 
+def follows_automatic_dynamic(device: Any) -> bool:
+    """Whether the stage asks Dynamo's automatic dynamic shapes (a third size of the first
+    dimension that grows): on when Dynamo has it on and the device does not declare static
+    shapes only (such a device turns it off: each new shape compiles anew)."""
+    from torch._dynamo import config
+
+    return device.accepts_symbolic_shapes() is not False and bool(getattr(config, "automatic_dynamic_shapes", False))
+
+
 def plan_on_cpu(model: torch.nn.Module, inputs: dict[str, Any], *, config: Any, seed: int,
-                with_references: bool = True) -> ShapePlan:
-    """The shapes to run and, with ``with_references``, the CPU outputs of those past the
-    compile stage's (the model still on the CPU). A shape the CPU cannot run is left out,
+                with_references: bool = True, again: bool = False) -> ShapePlan:
+    """The shapes to run (``again``: with a third size, ``shape_inputs.shape_runs``) and,
+    with ``with_references``, the CPU outputs of those past the compile stage's (the model
+    still on the CPU). A shape the CPU cannot run is left out,
     so a shape the device fails at is one the model runs. The compile stage's shape takes
     no run of its own (the compile stage compared it with the CPU, and the load stage ran
     the model at it), nor does the padding pair: its CPU run is made only when the device's
     pair differs (``_padding``), which few do."""
-    runs = shape_runs(inputs, config)
+    runs = shape_runs(inputs, config, again=again)
     pair = padding_pair(inputs, pad_token_id=_pad_token(config))
     if not with_references:
         return ShapePlan(runs, pair=pair)
@@ -93,7 +108,8 @@ def run_stage(ctx: Any, plan: ShapePlan | None) -> None:
     built = ctx.built
     seed = ctx.cfg.materialise.seed
     if plan is None:  # a CPU control: the shapes without references
-        plan = plan_on_cpu(built.model, built.inputs, config=built.config, seed=seed, with_references=False)
+        plan = plan_on_cpu(built.model, built.inputs, config=built.config, seed=seed, with_references=False,
+                           again=follows_automatic_dynamic(ctx.device))
     found: dict[str, Any] = {"workload_lengths": WORKLOAD_LENGTHS}
     if plan.left_out:
         found["left_out"] = dict(plan.left_out)
@@ -114,12 +130,22 @@ def run_stage(ctx: Any, plan: ShapePlan | None) -> None:
         found["first_shape"] = "compiled by the compile stage (grad enabled, as it ran)"
     found["compiles"] = sum(s["graphs"] for s in found["shapes"])
     found["recompiles"] = sum(len(s.get("recompiles", ())) for s in found["shapes"])
-    found["symbolic"] = _symbolic(ctx, plan, backend)
     per_shape = max((s["graphs"] for s in found["shapes"]), default=0) or 1
-    if found["symbolic"]["status"] == "accepted" and found["symbolic"]["graphs_after_first"] == 0:
-        found["verdict"], found["workload_compiles"] = "symbolic", found["symbolic"]["graphs"]
+    again = next((s for s in found["shapes"] if s["shape"] == AGAIN), None)
+    if again is not None:
+        found["symbolic"] = _automatic(found["shapes"], again)
+        if found["symbolic"]["status"] == "reused":
+            # What a workload of any number of lengths costs: the first compile, and the one
+            # recompile that made the dimension symbolic.
+            found["verdict"], found["workload_compiles"] = "symbolic", 2 * per_shape
+        else:
+            found["verdict"], found["workload_compiles"] = "static", per_shape * WORKLOAD_LENGTHS
     else:
-        found["verdict"], found["workload_compiles"] = "static", per_shape * WORKLOAD_LENGTHS
+        found["symbolic"] = _symbolic(ctx, plan, backend)
+        if found["symbolic"]["status"] == "accepted" and found["symbolic"]["graphs_after_first"] == 0:
+            found["verdict"], found["workload_compiles"] = "symbolic", found["symbolic"]["graphs"]
+        else:
+            found["verdict"], found["workload_compiles"] = "static", per_shape * WORKLOAD_LENGTHS
     found["padding"] = _padding(ctx, plan)
 
 
@@ -166,6 +192,17 @@ def _compiled_runs(ctx: Any, plan: ShapePlan, *, compiled: Any = None, backend: 
             out.append(entry)
             del output
     return out
+
+
+def _automatic(runs: list[dict[str, Any]], again: dict[str, Any]) -> dict[str, Any]:
+    """What Dynamo's automatic dynamic shapes made of the shapes: whether the third size
+    (``again``) reused the graph the second size recompiled symbolic (``reused``) or
+    compiled once more (``recompiled``)."""
+    before = runs[runs.index(again) - 1]
+    return {"status": "reused" if again["graphs"] == 0 else "recompiled",
+            "how": "torch.compile's automatic dynamic shapes: the second size recompiles with the dimension "
+                   "symbolic, a third reuses that graph",
+            "second": before["shape"], "graphs_at_second": before["graphs"], "graphs_at_third": again["graphs"]}
 
 
 def _symbolic(ctx: Any, plan: ShapePlan, backend: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ record needs (fallbacks, graph breaks, numerics) in ``ctx.findings``.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,6 +84,9 @@ class StageContext:
     shape_plan: shapes.ShapePlan | None = None
     # The compile stage's compiled model, whose graphs the shapes stage calls at new shapes.
     compiled: Any = None
+    # When the model's check began (``time.perf_counter``): a stage's own time limit ends
+    # within the model's --timeout.
+    started: float = field(default_factory=time.perf_counter)
 
 
 def load(ctx: StageContext) -> None:
@@ -111,7 +115,8 @@ def load(ctx: StageContext) -> None:
     if ctx.reference_of is None and "shapes" in wanted:
         with pristine(ctx.built.model):
             ctx.shape_plan = shapes.plan_on_cpu(ctx.built.model, ctx.built.inputs, config=ctx.built.config,
-                                                seed=ctx.cfg.materialise.seed)
+                                                seed=ctx.cfg.materialise.seed,
+                                                again=shapes.follows_automatic_dynamic(ctx.device))
 
 
 def _backward_reference(ctx: StageContext) -> None:

@@ -7,6 +7,10 @@ it is cheap enough to call per op. When the worker segfaults, aborts, hangs or i
 memory, the parent reads the file (``read(path)``) and puts the stage and op into the
 failure record. Outside a worker (the inline executor, plain scripts) ``mark`` only keeps
 the state in memory, where ``current()`` reads it (the inline executor's progress bar).
+
+Before a stage that may run long, the check hands over what the model has earned so far
+(``earned(record)``); the worker sends it to its parent (``listen``), whose record of a
+worker killed in that stage then keeps the earlier stages' verdicts.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import mmap
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SIZE = 4096
 _SEP = "\x1f"
@@ -46,9 +52,25 @@ class _State:
         self.stage: str | None = None
         self.op: str | None = None
         self.started: float | None = None
+        self.on_earned: Callable[[Any], None] | None = None
 
 
 _STATE = _State()
+
+
+def listen(on_earned: Callable[[Any], None] | None) -> None:
+    """Have ``earned`` hand each snapshot to ``on_earned`` (a worker sends it to its parent)."""
+    _STATE.on_earned = on_earned
+
+
+def earned(record: Any) -> None:
+    """Hand over the record of what the current model has earned so far. Never raises."""
+    if _STATE.on_earned is None:
+        return
+    try:
+        _STATE.on_earned(record)
+    except Exception:  # noqa: BLE001, S110 - a lost snapshot only costs the safety net
+        pass
 
 
 def attach(path: str | os.PathLike[str]) -> None:

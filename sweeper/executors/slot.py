@@ -53,6 +53,9 @@ class Job:
     started: float | None = None
     # Set while the job is the CPU control of this record (a crash, timeout or oom of the device run).
     control_of: ModelRecord | None = None
+    # What the model had earned before a stage with a limit of its own (the worker's
+    # ``breadcrumbs.earned``): a worker killed in that stage keeps these verdicts.
+    earned: ModelRecord | None = None
 
 
 def _device_helper(proc: psutil.Process) -> bool:
@@ -188,6 +191,8 @@ class WorkerSlot:
                     return self._finish(msg[1], msg[2])
                 elif msg[0] == "controlled":
                     return self._controlled(msg[1], msg[2])
+                elif msg[0] == "earned" and getattr(msg[1], "key", None) == job.ref.key:
+                    job.earned = msg[1]
         if not self.proc.is_alive():
             return self._fail_dead()
         now = time.monotonic()
@@ -273,8 +278,12 @@ class WorkerSlot:
         """The record of a worker that died, hung or grew past its memory; ``None`` while
         the CPU control of a device stage's failure runs (``controls``), its record to come."""
         assert self.job is not None
-        ref, control_of = self.job.ref, self.job.control_of
+        ref, control_of, earned = self.job.ref, self.job.control_of, self.job.earned
         record = self._failure_record(status, kind, how, kill=kill)
+        if earned is not None and control_of is None:
+            kept = _keep_earned(record, earned)
+            if kept is not None:
+                return kept
         if control_of is not None:  # the control itself crashed, hung or ran out: under the same limits
             return controls.judge(control_of, controls.verdict_of_failure(record, control_of))
         stage = controls.stage_to_control(record, self.cfg)
@@ -353,3 +362,33 @@ class WorkerSlot:
         else:
             self.stop()
         self.job = None
+
+
+def _keep_earned(record: ModelRecord, earned: ModelRecord) -> ModelRecord | None:
+    """A worker killed in a stage that runs after ``earned`` was made: the earlier stages
+    keep the verdicts they earned. Out of time in a stage with a limit of its own, after
+    stages that all passed, the model's record is the one it earned, with that stage a
+    timeout (returned); otherwise ``record`` (the failure, kept as the model's) takes the
+    earned stages it lacks, and None is returned."""
+    stage = record.notes.get("stage") or next(
+        (name for name, result in record.stages.items() if result.reason is not None), None)
+    for name, result in earned.stages.items():
+        if name != stage:
+            record.stages.setdefault(name, result)
+    record.stages = {name: record.stages[name] for name in [*earned.stages, *record.stages] if name in record.stages}
+    if record.status is not Status.TIMEOUT or stage is None or stage in earned.stages or earned.blockers:
+        return None
+    kept = dataclasses.replace(earned, stages=dict(earned.stages), notes=dict(earned.notes))
+    seconds = max(0.0, record.seconds - earned.seconds)
+    reason = dataclasses.replace(record.reason, stage=stage, origin=None) if record.reason is not None else None
+    kept.stages[stage] = StageResult(status=Status.TIMEOUT, seconds=seconds, reason=reason)
+    kept.seconds = record.seconds
+    kept.settle()
+    kept.notes["stage_timeout"] = (f"the worker was stopped in the {stage} stage by --timeout; the stages before it "
+                                   "keep the verdicts they earned")
+    if stage == Stage.SHAPES.value:
+        kept.shapes = {"verdict": "timeout", "why": "the worker was stopped by --timeout"}
+    for key in ("worker_output",):
+        if key in record.notes:
+            kept.notes[key] = record.notes[key]
+    return kept

@@ -210,6 +210,7 @@ def main(fd: int) -> None:
     fault_file = open(fault_path, "w")  # noqa: SIM115 - must stay open for the process's life
     faulthandler.enable(file=fault_file, all_threads=False)
     breadcrumbs.attach(progress_path)
+    breadcrumbs.listen(lambda record: conn.send(("earned", record)))
     check = as_check(pickle.loads(check_blob), cfg)
     check.setup()  # errors surface per model, in each record
     _warm_up(check)

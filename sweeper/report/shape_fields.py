@@ -15,6 +15,7 @@ VERDICT_WORDS = {
     "symbolic": "one symbolic graph serves every shape",
     "static": "recompiles for each new shape",
     "fails": "fails at a shape",
+    "timeout": "ran out of the stage's time (--shapes-timeout)",
     "not_run": "not run",
 }
 
@@ -51,15 +52,18 @@ def describe(shapes: dict[str, Any]) -> str:
     lengths = shapes.get("workload_lengths") or 8
     if isinstance(shapes.get("workload_compiles"), int):
         parts.append(f"{shapes['workload_compiles']} compiles for {lengths} lengths")
-    failed = shapes.get("failed_at")
-    if isinstance(failed, dict):
-        sizes = ", ".join(f"{k} {'x'.join(map(str, v))}" for k, v in (failed.get("sizes") or {}).items())
-        parts.append(f"failed at the {failed.get('shape')} shape ({sizes})")
+    for key, words in (("failed_at", "failed"), ("stopped_at", "stopped")):
+        at = shapes.get(key)
+        if isinstance(at, dict):
+            sizes = ", ".join(f"{k} {'x'.join(map(str, v))}" for k, v in (at.get("sizes") or {}).items())
+            parts.append(f"{words} at the {at.get('shape')} shape ({sizes})")
     guards = [f"{r.get('input')} dim {r.get('dim')} {r.get('expected')}→{r.get('actual')}"
               for s in shapes.get("shapes") or [] for r in (s.get("recompiles") or [])[:1] if r.get("input")]
     if guards:
         parts.append("recompiled on " + "; ".join(guards))
     symbolic = shapes.get("symbolic") or {}
+    if symbolic.get("status") == "reused":
+        parts.append(f"a third size reused the graph the {symbolic.get('second')} size recompiled symbolic")
     if symbolic.get("status") == "refused":
         parts.append(f"dynamic=True refused: {symbolic.get('kind')} {symbolic.get('op') or ''}".strip())
     padding = _padding(shapes)

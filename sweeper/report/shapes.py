@@ -21,16 +21,19 @@ from sweeper.report.aggregate import grouped, weight
 from sweeper.report.escape import code, compact, md, model_link, num, pct, table
 from sweeper.report.load import SweepData
 
-RAN = ("symbolic", "static", "fails")
+RAN = ("symbolic", "static", "fails", "timeout")
 VERDICT_LABELS = {
     "symbolic": "one graph for every shape (symbolic)",
     "static": "recompile for each new shape (static)",
     "fails": "fail at a shape",
+    "timeout": "ran out of the stage's time (--shapes-timeout; earlier stages kept)",
 }
 INTRO = (
     "The shapes stage calls the compiled model again at a longer sequence (more audio samples) and with one more "
     "row, as users feed it; the compile stage's graphs serve its own shape. A device that takes static shapes only "
-    "compiles each new shape anew; one that takes symbolic shapes (`dynamic=True`) runs every shape with one graph. "
+    "compiles each new shape anew. Elsewhere the stage does what a user's `torch.compile` does by default "
+    "(automatic dynamic shapes): the second size of a dimension recompiles it symbolic, and a third size must reuse "
+    "that graph (symbolic); where automatic dynamic shapes are off, a `dynamic=True` compile is tried instead. "
     "Padding: the input cut to three quarters of its length and right-padded back with the attention mask off must "
     "give the unpadded run's outputs on the real positions, on the device; a difference is the device's only when "
     "the CPU's own padded run agrees with its unpadded one."

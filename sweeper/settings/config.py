@@ -104,6 +104,9 @@ class CheckSettings:
 
     stages: tuple[str, ...] = tuple(s.value for s in Stage)
     atol: float = 1e-3
+    # Seconds the shapes stage may take (never past what is left of the model's --timeout):
+    # out of time, the stage is recorded as a timeout and the earlier stages keep their verdicts.
+    shapes_timeout: float = 120.0
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ COUNTS: tuple[tuple[str, int, int | None, str], ...] = (
 # (setting, exclusive lower bound, largest, what it is); finite always, None = decided at run time.
 REALS: tuple[tuple[str, float, float, str], ...] = (
     ("timeout", 0.0, 30 * 24 * 3600.0, "seconds"),
+    ("shapes_timeout", 0.0, 30 * 24 * 3600.0, "seconds"),
     ("hub_timeout", 0.0, 3600.0, "seconds"),
     ("hub_rpm", 0.0, 1_000_000.0, "Hub requests per minute"),
     ("max_download_gb", 0.0, 1_000_000.0, "gigabytes"),

@@ -57,6 +57,14 @@ def _check(monkeypatch: pytest.MonkeyPatch, fault: str | None = None, **settings
     return check_model(ModelRef(model_id=f"test/tagger-{fault}", rank=1), cfg)
 
 
+def _dynamo_defaults():
+    """Dynamo's automatic dynamic shapes on, as a cpu sweep's worker has them (a trnsim
+    test in this process may have turned them off, as a static-shape profile does)."""
+    import torch._dynamo
+
+    return torch._dynamo.config.patch(automatic_dynamic_shapes=True)
+
+
 def test_a_text_model_recompiles_for_each_new_shape_on_a_static_device_with_dynamos_reasons(trnsim):
     record = check_model(zoo_ref("bert", 1), SweepConfig.of(device="trnsim", stages=STAGES))
     assert record.stages["shapes"].status is Status.PASS, record.reason
@@ -77,21 +85,76 @@ def test_a_text_model_recompiles_for_each_new_shape_on_a_static_device_with_dyna
     assert found["padding"]["status"] == "pass" and found["padding"]["output"] == "logits"
 
 
-def test_a_backend_that_takes_symbolic_shapes_runs_every_shape_with_one_graph(trnsim, monkeypatch):
+def test_a_backend_that_takes_symbolic_shapes_reuses_the_graph_dynamo_made_symbolic(trnsim, monkeypatch):
     record = _check(monkeypatch, device_profile="trnsim-next")
     assert record.status is Status.PASS, record.reason
     found = record.shapes
-    assert found["symbolic"]["status"] == "accepted" and found["symbolic"]["graphs_after_first"] == 0
-    assert found["verdict"] == "symbolic" and found["workload_compiles"] == found["symbolic"]["graphs"] == 1
+    # As a user's torch.compile asks it: the second length recompiles with the length
+    # symbolic, a third length reuses that graph; no separate dynamic=True compile.
+    assert [s["shape"] for s in found["shapes"]] == ["compile", "longer", "again", "batch"]
+    longer, again = found["shapes"][1], found["shapes"][2]
+    assert longer["graphs"] == 1 and longer["recompiles"][0]["input"] == "input_ids"
+    assert again["graphs"] == 0 and again["sizes"]["input_ids"] == [2, 32]
+    assert found["symbolic"]["status"] == "reused" and found["symbolic"]["second"] == "longer"
+    assert found["verdict"] == "symbolic" and found["workload_compiles"] == 2
 
 
 def test_the_cpu_with_dynamo_defaults_is_symbolic_too(monkeypatch):
-    record = _check(monkeypatch, device="cpu", compile_backend="aot_eager")
+    # Dynamo's default, as in a cpu sweep's worker (a trnsim test in this process set it off).
+    with _dynamo_defaults():
+        record = _check(monkeypatch, device="cpu", compile_backend="aot_eager")
     assert record.status is Status.PASS, record.reason
     assert record.shapes["verdict"] == "symbolic"
-    # Dynamo's defaults: the second length recompiles as a symbolic graph, which the
-    # third shape's new batch size recompiles once more.
+    assert record.shapes["symbolic"]["status"] == "reused"
+    # Dynamo's defaults: the second length recompiles as a symbolic graph, which the new
+    # batch size recompiles once more.
     assert record.shapes["compiles"] >= 2
+
+
+def test_a_shapes_stage_past_its_limit_is_a_timeout_of_that_stage_alone(monkeypatch):
+    """A stage that runs out of its own time keeps what the model earned: load through
+    compile pass, the model passes, and the shapes stage says where it stopped."""
+    import time
+
+    from sweeper.checks import shapes
+
+    class Crawling:
+        """The compiled model, each call 5 s late (a recompile that takes too long)."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self, *args, **kwargs):
+            time.sleep(5)
+            return self.inner(*args, **kwargs)
+
+    real = shapes._compiled_runs
+
+    def slow(ctx, plan, *, compiled=None, **kwargs):
+        return real(ctx, plan, compiled=None if compiled is None else Crawling(compiled), **kwargs)
+
+    monkeypatch.setattr(shapes, "_compiled_runs", slow)
+    with _dynamo_defaults():
+        record = _check(monkeypatch, device="cpu", compile_backend="aot_eager", shapes_timeout=1.0)
+    assert [record.stages[s].status for s in ("load", "to_device", "compile")] == [Status.PASS] * 3
+    shaped = record.stages["shapes"]
+    assert shaped.status is Status.TIMEOUT and shaped.reason.kind.value == "timeout"
+    assert "--shapes-timeout 1s" in shaped.reason.message and shaped.seconds < 5
+    assert record.status is Status.PASS and record.outcome.value == "pass" and record.blockers == []
+    assert record.shapes["verdict"] == "timeout" and record.shapes["stopped_at"]["shape"] == "compile"
+
+
+def test_the_shapes_stage_never_runs_past_what_is_left_of_the_models_timeout():
+    import time
+
+    from sweeper.checks.deadline import stage_limit
+
+    now = time.perf_counter()
+    assert stage_limit(120.0, model_timeout=None, model_started=now) == 120.0
+    assert stage_limit(120.0, model_timeout=300.0, model_started=now) == 120.0
+    # 200 s of a 300 s budget spent: 100 left, less the 30 s margin to settle the record.
+    assert 69.0 < stage_limit(120.0, model_timeout=300.0, model_started=now - 200.0) <= 70.0
+    assert stage_limit(120.0, model_timeout=300.0, model_started=now - 290.0) == 0.0
 
 
 def test_a_model_that_breaks_only_at_a_longer_length_fails_the_stage_naming_the_op(trnsim, monkeypatch):

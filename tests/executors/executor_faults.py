@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from sweeper.executors import breadcrumbs
-from sweeper.records import ModelRecord, ModelRef, ReasonKind, Status, base_record
+from sweeper.records import ModelRecord, ModelRef, Reason, ReasonKind, StageResult, Status, base_record
 
 _HOLD: list[bytes] = []
 
@@ -103,6 +103,23 @@ FAULTS = {
 }
 
 
+def _hang_in_shapes(ref: ModelRef, cfg: Any, *, earlier_blocker: bool) -> None:
+    """Earn load through compile (each a pass, or the forward a failure), hand that over as
+    the checker does before a stage with a limit of its own, then hang in the shapes stage."""
+    earned = ok_check(ref, cfg)
+    for stage in ("load", "to_device", "forward", "backward", "compile"):
+        earned.stages[stage] = StageResult(Status.PASS, 0.5)
+    earned.architecture, earned.notes["earned"] = "Tagger", True
+    if earlier_blocker:
+        reason = Reason(ReasonKind.NUMERICS, message="max |device - cpu| too large", stage="forward")
+        earned.stages["forward"] = StageResult(Status.FAIL, 0.5, reason)
+        earned.blockers, earned.reason, earned.status = [reason], reason, Status.FAIL
+    earned.seconds = 2.5
+    breadcrumbs.earned(earned)
+    breadcrumbs.mark(stage="shapes")
+    time.sleep(10_000)
+
+
 def fault_check(ref: ModelRef, cfg: Any, *, marker_dir: str | None = None) -> ModelRecord:
     """Behave as the model id says (``fault/<kind>-N``); other ids pass. ``killparent``
     models need ``marker_dir`` (bind it: ``functools.partial(fault_check, marker_dir=...)``)."""
@@ -110,6 +127,8 @@ def fault_check(ref: ModelRef, cfg: Any, *, marker_dir: str | None = None) -> Mo
     if name == "killparent":
         assert marker_dir is not None, "killparent faults need a marker_dir"
         _kill_parent(ref, marker_dir)
+    elif name in ("hangshapes", "hangshapesafterfail"):
+        _hang_in_shapes(ref, cfg, earlier_blocker=name == "hangshapesafterfail")
     elif ref.model_id.startswith("fault/") and name in FAULTS:
         breadcrumbs.mark(stage="forward")
         breadcrumbs.mark(op=f"aten::{name}")

@@ -12,6 +12,7 @@ from executor_faults import (
 )
 
 from sweeper.executors.process import ProcessExecutor
+from sweeper.records import Status
 from sweeper.settings.config import SweepConfig
 
 
@@ -26,6 +27,27 @@ def test_faults_cost_one_record_each_and_the_sweep_goes_on():
     got = _by_id(collect(ProcessExecutor(cfg), refs(*names), cfg, fault_check))
     assert set(got) == set(names)
     check_fault_records(got)
+
+
+def test_a_worker_stopped_in_the_shapes_stage_keeps_what_the_model_earned():
+    """--timeout kills a worker that hangs in the shapes stage (past its own limit, in code
+    no alarm interrupts): the model's load through compile verdicts stand and only the
+    shapes stage is a timeout; after an earlier failure the model stays a timeout record,
+    with the stages it ran."""
+    cfg = SweepConfig.of(timeout=4, workers=2)
+    got = _by_id(collect(ProcessExecutor(cfg), refs("fault/hangshapes-1", "fault/hangshapesafterfail-1"), cfg,
+                         fault_check))
+    kept = got["fault/hangshapes-1"]
+    assert (kept.status, kept.outcome.value, kept.blockers) == (Status.PASS, "pass", [])
+    assert kept.architecture == "Tagger" and kept.notes["earned"] is True
+    assert [kept.stages[s].status for s in ("load", "to_device", "forward", "backward", "compile")] == [Status.PASS] * 5
+    assert kept.stages["shapes"].status is Status.TIMEOUT and "--timeout" in kept.stages["shapes"].reason.message
+    assert kept.shapes["verdict"] == "timeout" and "shapes stage" in kept.notes["stage_timeout"]
+    assert kept.seconds >= 4
+    failed = got["fault/hangshapesafterfail-1"]
+    assert failed.status is Status.TIMEOUT and failed.reason.stage == "shapes"
+    assert failed.stages["forward"].status is Status.FAIL and failed.stages["compile"].status is Status.PASS
+    assert failed.stages["shapes"].status is Status.TIMEOUT
 
 
 def test_workers_are_reused_then_recycled_every_n_models():
