@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "page_scale": [],
     "scale": ["--rows", "20000", "--device", "cpu", "--stages", "load,forward"],
     "zoo_coverage": ["--top", "50"],
+    "shapes_cost": ["--top", "4"],
 }
 # Scripts that read a sweep's records instead of measuring (run them on a sweep's output):
 # ``make bench`` has nothing to give them.
