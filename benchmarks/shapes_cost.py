@@ -4,7 +4,9 @@ Runs the same zoo sweep twice on ``--device cpu`` with the process executor: wit
 default stages, then without the shapes stage. Prints each sweep's wall time and check
 seconds per stage, the ratio of the two walls, the records that are timeouts (of the
 model, or of the shapes stage alone), the shapes verdicts, and whether every model's
-stages before the shapes stage got the same verdict in both sweeps. Last line:
+stages before the shapes stage got the same verdict in both sweeps. Each sweep compiles cold:
+its own empty inductor cache (the second would otherwise reuse the first one's kernels).
+Last line:
 ``shapes_cost with_s=<s> without_s=<s> ratio=<x> timeouts=<n> stage_timeouts=<n> same=<0|1>``.
 
     python benchmarks/shapes_cost.py --top 16
@@ -32,8 +34,10 @@ def sweep(out: Path, top: int, stages: str | None, extra: list[str]) -> float:
            "--executor", "process", "--no-report", "--quiet", "--out", str(out), *extra]
     if stages:
         cmd += ["--stages", stages]
+    cache = out.parent / f"inductor-cache-{out.name}"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton")}
     started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, text=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, cwd=REPO, text=True, capture_output=True, env=env)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         sys.exit(f"sweep failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
