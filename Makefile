@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml tests/versions/default.txt
 	# with the torchvision / torchaudio releases that install beside it.
 	grep -v '^torch==' tests/versions/default.txt > $(VENV)/constraints.txt
 	echo "torch==$(TORCH_VERSION)" >> $(VENV)/constraints.txt
-	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e '.[dev,libraries,ray,lowering]'
+	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e '.[dev,libraries,ray,lowering,quantization]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -76,7 +76,7 @@ versions-venv:
 	# The machine's pip may cap torch (a constraint file in its config): this file replaces it.
 	PIP_CONSTRAINT=tests/versions/$(VERSIONS).txt $(VVENV)/bin/python -m pip install -q torch
 	$(VVENV)/bin/python -m pip wheel -q --no-deps -w build/wheel .
-	PIP_CONSTRAINT=tests/versions/$(VERSIONS).txt $(VVENV)/bin/python -m pip install -q "$$(ls build/wheel/sweeper-*.whl)[dev,libraries,ray]"
+	PIP_CONSTRAINT=tests/versions/$(VERSIONS).txt $(VVENV)/bin/python -m pip install -q "$$(ls build/wheel/sweeper-*.whl)[dev,libraries,ray,quantization]"
 	$(VVENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|torchaudio|transformers|huggingface.hub|ray|datasets|pandas|timm|diffusers|peft) '
 	# The checkout joins sys.path after site-packages (its tests import each other), so the
 	# tests import sweeper from the installed wheel; pytest, not python -m pytest, keeps the

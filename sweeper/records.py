@@ -333,6 +333,10 @@ class ModelRecord:
     # What the CPU control did for a model that failed on the device: the failing stage
     # rerun on the CPU with the same built model and inputs (stage, status, reason).
     control: dict[str, Any] | None = None
+    # A quantized repo's method and whether the check ran with it applied (method, bits,
+    # format, source, evidence, package, package_version, applied, why, layers, adapter:
+    # ``sweeper.libraries.quantization``); empty for a plain model.
+    quantization: dict[str, Any] = field(default_factory=dict)
     # The model whose check this record copies (same fingerprint); None when it ran itself.
     reused_from: str | None = None
     # pass / the deciding blocker's origin / skip: set by ``settle`` when the record is made.

@@ -392,6 +392,12 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
         record.num_parameters = built.num_parameters
         record.notes.update({k: v for k, v in built.notes.items() if isinstance(v, (str, int, float, bool))})
     findings = ctx.findings
+    quantization = built.quantization if built is not None and built.quantization else findings.get("quantization")
+    if quantization:
+        record.quantization = dict(quantization)
+        package = quantization.get("package")
+        if package and quantization.get("package_version"):
+            record.versions.setdefault(package, quantization["package_version"])
     record.max_abs_diff = findings.get("max_abs_diff")
     record.numerics = dict(findings.get("numerics") or {})
     record.graph_breaks = int(findings.get("graph_breaks", 0))

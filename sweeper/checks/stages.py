@@ -93,7 +93,13 @@ def load(ctx: StageContext) -> None:
     """Build the model and inputs on the CPU; run the CPU reference for numerics. A model
     of several components takes no reference of its own: each component's check does."""
     if ctx.built is None:
-        ctx.built = build_model(ctx.ref, ctx.cfg)
+        try:
+            ctx.built = build_model(ctx.ref, ctx.cfg)
+        except Exception as exc:
+            # A quantized repo whose method could not be applied: the record still says which.
+            if getattr(exc, "quantization", None):
+                ctx.findings["quantization"] = exc.quantization  # type: ignore[attr-defined]
+            raise
         if ctx.part is not None:  # a component's control: built afresh with its pipeline
             ctx.built = ctx.built.components[ctx.part]
     if ctx.built.components:

@@ -41,6 +41,9 @@ class Library:
     claimed_as: ClassVar[str] = ""
     # What the user installs when ``packages`` are missing.
     install_hint: ClassVar[str] = "make install (the [libraries] extra)"
+    # Whether ``build`` detects a quantized repo's method and applies it (or names why not);
+    # for the others the load stage names a quantized repo as not applied.
+    quantizes: ClassVar[bool] = False
 
     def owns(self, ref: ModelRef) -> bool:
         """Whether ``ref`` is this library's model."""

@@ -22,3 +22,5 @@ class Built:
     # A model that is several (a diffusers pipeline): each component, by name, checked on
     # its own through every stage; empty for a model that is one.
     components: dict[str, Built] = field(default_factory=dict)
+    # A quantized repo's method as built (``sweeper.libraries.quantization``); empty when plain.
+    quantization: dict[str, Any] = field(default_factory=dict)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.report import cause_tables, formats, lowering_plan, pages, shapes, tables
+from sweeper.report import cause_tables, formats, lowering_plan, pages, quantization, shapes, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
 from sweeper.report.escape import code, details, md, num, pct, table
@@ -222,6 +222,9 @@ def render(a: Analysis, *, charts: list[str]) -> str:
     ]
     if not a.formats.empty:  # a section only when the catalog has such repos
         parts += ["## Not PyTorch formats", formats.INTRO, formats.render(a.formats, weighted=w)]
+    quantized = quantization.render(quantization.table_of(a.data), weighted=w)
+    if quantized:  # a section only when the sweep has quantized repos
+        parts += ["## Quantization", quantized]
     parts += _ours(a, link=link)
     parts += [
         "## CPU fallbacks",

@@ -53,7 +53,8 @@ MODEL_COLUMNS = [
     "architecture", "status", "category", "reason_kind", "reason_op", "reason_message", "reason_origin",
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
-    "numerics_over", "within_noise", "within_precision", "precision", "versions", *SHAPE_COLUMNS,
+    "numerics_over", "within_noise", "within_precision", "precision", "versions", "quant_method", "quant_applied",
+    *SHAPE_COLUMNS,
 ]  # fmt: skip
 
 
@@ -262,6 +263,13 @@ def _blockers(record: ModelRecord) -> list[Reason]:
     return record.blockers or [record.reason or _NO_REASON]
 
 
+def _quantization(found: object) -> tuple[str | None, bool | None]:
+    """A quantized repo's method and whether its check ran with it applied (None: plain)."""
+    if not isinstance(found, dict) or not found.get("method"):
+        return None, None
+    return str(found["method"]), found.get("applied") is True
+
+
 def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple:
     """The ``MODEL_COLUMNS`` values of one record."""
     reason, status = record.reason, record.status.value
@@ -300,6 +308,7 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         _within_precision(record),
         _precision(record),
         versions_text(record.versions),
+        *_quantization(record.quantization),
         *shape_columns(record.shapes),
     )
 

@@ -98,7 +98,7 @@ def test_installing_into_an_environment_with_torch_keeps_its_torch(installed):
     # The README's command: the wheel with the extras this environment has, and its torch
     # named by its distribution's version (torch.__version__ may carry a build label, +cu128,
     # that the installed distribution's version lacks).
-    present = {"libraries": "timm", "ray": "ray", "lowering": "torch_mlir"}
+    present = {"libraries": "timm", "ray": "ray", "lowering": "torch_mlir", "quantization": "bitsandbytes"}
     extras = ",".join(extra for extra, module in present.items() if importlib.util.find_spec(module) is not None)
     _run([sys.executable, "-m", "pip", "--python", installed["python"], "install", "--dry-run", "--no-index", "-q",
           "--report", report, f"{installed['wheel']}[{extras}]", f"torch=={version('torch')}"],

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweeper.libraries.built import Built
 from sweeper.libraries.pristine import pristine
+from sweeper.libraries.quantization import detect, importable, not_applied
 from sweeper.libraries.transformers.configs import LEVELS, config_to_dict, shrink_config_dict
 from sweeper.libraries.transformers.fitting import fit_widths
 from sweeper.libraries.transformers.heads import kind_of_class
@@ -24,6 +25,7 @@ from sweeper.libraries.transformers.inputs import cast_floating, make_inputs, mo
 from sweeper.libraries.transformers.layers import MAX_LAYERS, UNIFORM_LAYERS
 from sweeper.libraries.transformers.memory_estimate import MemoryBudgetError, check_fits, meta_model
 from sweeper.libraries.transformers.models import build_model, choose_head, count_on_meta, transformers_class
+from sweeper.libraries.transformers.quantize import APPLIES, quantize
 from sweeper.records import ModelRef, ReasonKind
 from sweeper.settings.errors import ConfigError, RemoteCodeError, SweeperError, UnsupportedLibraryError
 
@@ -190,6 +192,10 @@ def build(ref: ModelRef, cfg: Any) -> Built:
     head = choose_head(ref, config)
     cls = transformers_class(head, model_type)
     kind = kind_of_class(model_type, head)
+    quantization = detect(ref, config_to_dict(config))
+    if quantization is not None and cfg.materialise.weights != "pretrained" and (
+            quantization["method"] not in APPLIES or not importable(quantization["method"])):
+        raise not_applied(quantization, "transformers", APPLIES)  # before a float build is spent
     if cfg.materialise.weights == "tiny":
         with _tiny_timm_parts(config):
             model, inputs, has_labels = _probe_tiny(config, cls, cfg, kind, notes)
@@ -210,10 +216,17 @@ def build(ref: ModelRef, cfg: Any) -> Built:
             model, inputs, head_kind=kind, batch=cfg.materialise.batch_size, seq=cfg.materialise.seq_len, seed=cfg.materialise.seed
         )
         inputs = cast_floating(inputs, model_dtype(model))
+    num_parameters = sum(p.numel() for p in model.parameters())
+    if quantization is not None:
+        if cfg.materialise.weights == "pretrained":  # the checkpoint loaded through its own quantizer
+            applied = getattr(model, "hf_quantizer", None) is not None
+            quantization = {**quantization, "applied": applied, **({} if applied else {"why": "the checkpoint loaded unquantized"})}
+        else:
+            model, quantization = quantize(model, quantization, dtype=cfg.device.dtype)
     return Built(
         model=model, inputs=inputs, architecture=head, model_type=model_type,
-        num_parameters=sum(p.numel() for p in model.parameters()), config=model.config,
-        has_labels=has_labels, notes=notes,
+        num_parameters=num_parameters, config=model.config,
+        has_labels=has_labels, notes=notes, quantization=quantization or {},
     )
 
 

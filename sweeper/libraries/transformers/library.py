@@ -15,6 +15,7 @@ class Transformers(Library):
     name = "transformers"
     hub_names = frozenset({"transformers", ""})
     packages = ("transformers",)
+    quantizes = True
 
     def build(self, ref: ModelRef, cfg: Any) -> Built:
         """The materializer's model: config (ref, Hub or type default), shrink, head, inputs."""

@@ -184,7 +184,8 @@
       ["task", S[R.task[i]]], ["model_type", S[R.model_type[i]]], ["architecture", S[R.arch[i]]], ["library", S[R.library[i]]],
       ["status", S[R.status[i]]], ["category", S[R.category[i]]], ["origin", S[R.origin[i]]],
       ["change", R.change ? S[R.change[i]] : ""], ["device", S[R.device[i]]], ["weights", S[R.weights[i]]], ["dtype", S[R.dtype[i]]],
-      ["seconds", R.seconds[i]], ["max |device − cpu|", R.diff[i]], ["shapes", R.shapes ? S[R.shapes[i]] : ""]]));
+      ["seconds", R.seconds[i]], ["max |device − cpu|", R.diff[i]], ["shapes", R.shapes ? S[R.shapes[i]] : ""],
+      ["quantization", R.quant && R.quant[i] !== undefined ? S[R.quant[i]] : ""]]));
     body.append(el("h3", "Stages"), dl(D.stages.map((st, k) => [st, MARK_WORD[R.stages[i][k] || "-"]])));
     const b = R.blockers[i], blockers = [];
     for (let j = 0; j < b.length; j += BLK) {

@@ -1,0 +1,130 @@
+"""A tiny transformers build quantized the way its method's loader quantizes the checkpoint.
+
+The tiny model is saved (safetensors) and loaded back through transformers' quantizer with
+the method's config, so its layers are the ones a user of the repo gets (bitsandbytes'
+``Linear4bit`` / ``Linear8bitLt``), not the float layers of the same architecture. Methods
+whose kernels quantize on load are applied here; the others are named as not applied
+(``sweeper.libraries.quantization.not_applied``).
+
+Training: a 4-bit or 8-bit base is trained in practice through a LoRA adapter (QLoRA), so
+the build carries one (rank 8 on every linear layer, its B matrix zero: the forward is the
+quantized base's) and the backward stage differentiates the adapter, as a user's
+fine-tuning does.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+from sweeper.libraries.quantization import QuantizationNotApplied, importable, not_applied
+
+# Methods this builder applies (their kernels quantize a float checkpoint on load).
+APPLIES = frozenset({"bitsandbytes"})
+LORA_RANK = 8
+
+
+def quantize(model: Any, info: dict[str, Any], *, dtype: str) -> tuple[Any, dict[str, Any]]:
+    """``model`` loaded back with ``info``'s method (and a QLoRA adapter), and the record's
+    ``quantization`` with ``applied`` true; raises the method's ``not_applied`` error."""
+    if info["method"] not in APPLIES or not importable(info["method"]):
+        raise not_applied(info, "transformers", APPLIES)
+    import torch
+
+    _import_without_hub_kernels()
+    quantized = _load_quantized(model, _bitsandbytes_config(info, getattr(torch, dtype)), getattr(torch, dtype))
+    layers = _cpu_layout_off(quantized)
+    if not layers:
+        raise _carrying(QuantizationNotApplied("bitsandbytes quantized no layer of the tiny build", op="bitsandbytes"),
+                        info, "no layer was quantized")
+    adapted = _with_lora(quantized)
+    return adapted, {**info, "applied": True, "layers": layers,
+                     "adapter": f"LoRA r={LORA_RANK} on every linear layer (QLoRA), B zero: trained in backward"}
+
+
+def _import_without_hub_kernels() -> None:
+    """Import bitsandbytes with the ``kernels`` package hidden.
+
+    On a CPU with AVX512-BF16, importing bitsandbytes asks the Hub for a compiled kernel
+    (``kernels-community/quantization-bitsandbytes``) and would run it: code from the Hub,
+    which a sweep never runs (remote code is off), and a network call in every worker.
+    Hidden, bitsandbytes uses its own kernels, as it does without the package.
+    """
+    import sys
+
+    if "bitsandbytes" in sys.modules:
+        return
+    hidden = sys.modules.get("kernels", _ABSENT)
+    sys.modules["kernels"] = None  # type: ignore[assignment]  # import kernels -> ImportError
+    try:
+        import bitsandbytes  # noqa: F401
+    finally:
+        if hidden is _ABSENT:
+            del sys.modules["kernels"]
+        else:
+            sys.modules["kernels"] = hidden
+
+
+_ABSENT = object()
+
+
+def _bitsandbytes_config(info: dict[str, Any], compute: Any) -> Any:
+    from transformers import BitsAndBytesConfig
+
+    if info.get("bits") == 8:
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=info.get("format") if info.get("format") in ("nf4", "fp4") else "nf4",
+                              bnb_4bit_use_double_quant=bool(info.get("bnb_4bit_use_double_quant", False)),
+                              bnb_4bit_compute_dtype=compute)
+
+
+def _load_quantized(model: Any, method_config: Any, dtype: Any) -> Any:
+    """Save ``model`` and load it back through transformers' quantizer (on the CPU)."""
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        # The repo's own (a pre-quantized checkpoint's) would describe weights this tiny
+        # float save does not hold: the method's on-load config quantizes them instead.
+        del config.quantization_config
+    with tempfile.TemporaryDirectory(prefix="sweeper-quantize-") as folder:
+        model.save_pretrained(folder, safe_serialization=True)
+        loaded = type(model).from_pretrained(folder, quantization_config=method_config, device_map="cpu", dtype=dtype)
+    return loaded.eval()
+
+
+def _cpu_layout_off(model: Any) -> int:
+    """The number of quantized layers; each 4-bit one keeps bitsandbytes' portable layout.
+
+    On a CPU with AVX512-BF16, bitsandbytes repacks a 4-bit weight in place on its first
+    CPU inference into a CPU-only layout computed in bfloat16; ``Params4bit.to`` moves that
+    layout to any device but CUDA and XPU unchanged, where it reads as other weights. The
+    CPU reference must run the kernel the device is judged against (float32, the portable
+    layout), and the device must get the weights the checkpoint holds.
+    """
+    import bitsandbytes as bnb
+
+    count = 0
+    for module in model.modules():
+        if isinstance(module, bnb.nn.Linear4bit):
+            module.support_avx512bf16_for_cpu = False
+            count += 1
+        elif isinstance(module, bnb.nn.Linear8bitLt):
+            count += 1
+    return count
+
+
+def _with_lora(model: Any) -> Any:
+    """The QLoRA set-up: a LoRA adapter on every linear layer; without peft, the base alone
+    (its backward then has no trainable weight, as a user without an adapter meets it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("peft") is None:
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules="all-linear",
+                                            lora_dropout=0.0, init_lora_weights=True))
+
+
+def _carrying(error: Exception, info: dict[str, Any], why: str) -> Exception:
+    error.quantization = {**info, "applied": False, "why": why}  # type: ignore[attr-defined]
+    return error
