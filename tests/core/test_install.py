@@ -117,7 +117,10 @@ def test_a_sweep_from_the_wheel_runs_without_ray_and_publishes_a_folder_that_tra
     catalog.write_text("rank,id,downloads,pipeline_tag,library_name,model_type\n"
                        "1,google-bert/bert-base-uncased,93718157,fill-mask,transformers,bert\n"
                        "2,google/vit-base-patch16-224,3000000,image-classification,transformers,vit\n")
-    done = _run([installed["python"], "-m", "sweeper", "--catalog", catalog, "--device", device, "--out", out],
+    # On the CPU with aot_eager: every stage runs as the default sweep's do, without inductor's
+    # C++ builds (a minute and a half of this test, none of it the wheel's).
+    backend = ["--compile-backend", "aot_eager"] if device == "cpu" else []
+    done = _run([installed["python"], "-m", "sweeper", "--catalog", catalog, "--device", device, "--out", out, *backend],
                 cwd=installed["run_dir"], env=_env())
     assert "Ray is not installed in this environment; sweeping with --executor process" in done.stderr
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
