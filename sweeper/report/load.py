@@ -96,6 +96,8 @@ def build_keys(models: pd.DataFrame) -> pd.Series:
     is its own."""
     default = models["config_source"].fillna("").astype(str).str.startswith("default")
     shared = "type:" + models["model_type"].fillna("?").astype(str) + "::" + models["architecture"].fillna("?").astype(str)
+    if "quant_method" in models:  # a quantized repo is its method's build, not the float one
+        shared = shared + ("::" + models["quant_method"].astype(str)).where(models["quant_method"].notna(), "")
     return shared.where(default, "model:" + models["key"].astype(str))
 
 

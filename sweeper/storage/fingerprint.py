@@ -129,7 +129,19 @@ def config_origin(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> tuple[An
 
 
 def model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, Any]:
-    """What decides the model built and its inputs (see the module docstring)."""
+    """What decides the model built and its inputs (see the module docstring). A repo whose
+    id names a quantization method is built with it: never the same check as the float
+    repos of its architecture (nor as another method's)."""
+    from sweeper.libraries.quantization import from_id
+
+    part = _model_part(ref, cfg, offline=offline)
+    quantized = from_id(ref.model_id) if "not_pytorch" not in part else None
+    if quantized is not None:
+        part = {**part, "quantization": [quantized["method"], quantized["bits"], quantized["format"]]}
+    return part
+
+
+def _model_part(ref: ModelRef, cfg: SweepConfig, *, offline: bool) -> dict[str, Any]:
     from sweeper.libraries.formats import not_pytorch
     from sweeper.libraries.registry import supported_names
     from sweeper.libraries.transformers.heads import TASK_HEADS

@@ -128,6 +128,18 @@ def test_the_fingerprint_parts_say_which_part_changed(monkeypatch):
     assert {k for k in before if before[k] != after[k]} == {"library"}
 
 
+def test_a_quantized_repo_is_never_answered_by_its_float_architecture_or_another_method():
+    fp = _fp()
+    plain = _ref("Qwen/Qwen2.5-7B-Instruct", 1, model_type="qwen2", tag="text-generation")
+    bnb = _ref("unsloth/Qwen2.5-7B-Instruct-bnb-4bit", 2, model_type="qwen2", tag="text-generation")
+    bnb_too = _ref("unsloth/Qwen2.5-7B-Instruct-unsloth-bnb-4bit", 3, model_type="qwen2", tag="text-generation")
+    gptq = _ref("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", 4, model_type="qwen2", tag="text-generation")
+    assert len({fp(plain), fp(bnb), fp(gptq)}) == 3
+    assert fp(bnb) == fp(bnb_too)  # one method, one build: one check
+    flux, nf4 = _ref("black-forest-labs/FLUX.1-dev", 5, library_name="diffusers"), _ref("sayakpaul/flux.1-dev-nf4", 6, library_name="diffusers")
+    assert fp(flux) != fp(nf4)
+
+
 def test_a_sentence_transformers_model_is_not_answered_by_a_transformers_one():
     fp = _fp()
     assert fp(_ref("org/a", 1)) != fp(_ref("org/b", 2, library_name="sentence-transformers"))
