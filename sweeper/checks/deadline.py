@@ -45,29 +45,19 @@ def stage_limit(setting: float, *, model_timeout: float | None, model_started: f
 
 
 class Deadline:
-    """When a stage must end; ``expired`` says whether it has (also after the alarm fired)."""
+    """A stage's limit; ``fired`` says whether the alarm interrupted the stage."""
 
     def __init__(self, stage: str, limit: float) -> None:
         self.stage = stage
         self.limit = limit
-        self.ends = time.perf_counter() + limit
         self.fired = False
-
-    @property
-    def expired(self) -> bool:
-        return self.fired or time.perf_counter() >= self.ends
-
-    def check(self) -> None:
-        """Raise ``StageOutOfTime`` once the deadline has passed (between a stage's steps)."""
-        if self.expired:
-            self.fired = True
-            raise StageOutOfTime(self.stage, self.limit)
 
 
 @contextlib.contextmanager
 def limited(stage: str, limit: float) -> Iterator[Deadline]:
     """Run the block with ``limit`` seconds: past them ``StageOutOfTime`` is raised inside
-    it by a real-time alarm (main thread only; elsewhere only ``Deadline.check`` stops it).
+    it by a real-time alarm (main thread only; elsewhere the stage runs on to the model's
+    ``--timeout``, which the executor enforces).
     The caller tells the stage's timeout from its other failures by ``Deadline.fired``: a
     compiler may wrap the exception in its own."""
     deadline = Deadline(stage, limit)

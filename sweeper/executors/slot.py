@@ -388,7 +388,6 @@ def _keep_earned(record: ModelRecord, earned: ModelRecord) -> ModelRecord | None
                                    "keep the verdicts they earned")
     if stage == Stage.SHAPES.value:
         kept.shapes = {"verdict": "timeout", "why": "the worker was stopped by --timeout"}
-    for key in ("worker_output",):
-        if key in record.notes:
-            kept.notes[key] = record.notes[key]
+    if "worker_output" in record.notes:
+        kept.notes["worker_output"] = record.notes["worker_output"]
     return kept

@@ -133,6 +133,12 @@ def not_applied(info: dict[str, Any], library: str, applies: frozenset[str]) -> 
     else:
         why = f"sweeper does not yet apply {method} quantization to {library} builds"
         error = QuantizationNotApplied(why, op=package)
+    return carrying(error, info, why)
+
+
+def carrying(error: SweeperError, info: dict[str, Any], why: str) -> SweeperError:
+    """``error`` carrying the record's ``quantization`` (``applied`` false, ``why``): the
+    load stage puts it on the record of a build that did not happen."""
     error.quantization = {**info, "applied": False, "why": why}  # type: ignore[attr-defined]
     return error
 

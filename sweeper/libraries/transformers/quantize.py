@@ -17,7 +17,7 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-from sweeper.libraries.quantization import QuantizationNotApplied, importable, not_applied
+from sweeper.libraries.quantization import QuantizationNotApplied, carrying, importable, not_applied
 
 # Methods this builder applies (their kernels quantize a float checkpoint on load).
 APPLIES = frozenset({"bitsandbytes"})
@@ -35,7 +35,7 @@ def quantize(model: Any, info: dict[str, Any], *, dtype: str) -> tuple[Any, dict
     quantized = _load_quantized(model, _bitsandbytes_config(info, getattr(torch, dtype)), getattr(torch, dtype))
     layers = _cpu_layout_off(quantized)
     if not layers:
-        raise _carrying(QuantizationNotApplied("bitsandbytes quantized no layer of the tiny build", op="bitsandbytes"),
+        raise carrying(QuantizationNotApplied("bitsandbytes quantized no layer of the tiny build", op="bitsandbytes"),
                         info, "no layer was quantized")
     adapted = _with_lora(quantized)
     return adapted, {**info, "applied": True, "layers": layers,
@@ -123,8 +123,3 @@ def _with_lora(model: Any) -> Any:
 
     return get_peft_model(model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules="all-linear",
                                             lora_dropout=0.0, init_lora_weights=True))
-
-
-def _carrying(error: Exception, info: dict[str, Any], why: str) -> Exception:
-    error.quantization = {**info, "applied": False, "why": why}  # type: ignore[attr-defined]
-    return error
