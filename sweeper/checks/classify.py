@@ -160,9 +160,46 @@ def classify(exc: BaseException, *, stage: Stage | str | None = None) -> Reason:
     stage_name = stage.value if isinstance(stage, Stage) else stage
     if stage_name == Stage.COMPILE.value:
         return Reason(kind=ReasonKind.COMPILE_ERROR, message=message, exc_type=type(root).__name__)
+    own_compile = _library_compile(chain)
+    if own_compile is not None:
+        return own_compile
     if stage_name == Stage.FORWARD.value and isinstance(root, TypeError) and _INPUT.search(str(root)):
         return Reason(kind=ReasonKind.INPUT_SYNTHESIS, message=message, exc_type=type(root).__name__)
     return Reason(kind=_origin(root), message=message, exc_type=type(root).__name__)
+
+
+# Inductor's error when it has no device interface (code generation) for a device type.
+_NO_INDUCTOR_DEVICE = re.compile(r"KeyError: '(?P<device>[\w:]+)'")
+
+
+def _library_compile(chain: list[BaseException]) -> Reason | None:
+    """A library that compiles its own code with Inductor (gptqmodel's GPTQ dequantise, on
+    every device but NPU and MPS) fails on a device Inductor has no code generation for: a
+    compile error of the eager stage, named by the library and the function it compiled."""
+    root = chain[0]
+    if type(root).__name__ not in ("InductorError", "BackendCompilerFailed"):
+        return None
+    found = _NO_INDUCTOR_DEVICE.search(str(root))
+    if found is None:
+        return None
+    caller = _library_frame(root)
+    where = f"{caller} compiles its own code with torch.compile (Inductor)" if caller else \
+        "code compiled with torch.compile (Inductor) ran in this stage"
+    return Reason(kind=ReasonKind.COMPILE_ERROR, op=caller and f"inductor codegen ({caller.split(' ')[0]})",
+                  message=f"{where}: Inductor has no code generation for device '{found['device']}' "
+                          f"({type(root).__name__}: KeyError: '{found['device']}')",
+                  exc_type=type(root).__name__)
+
+
+def _library_frame(exc: BaseException) -> str | None:
+    """The innermost frame of an installed library other than torch: ``package (function)``."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = str(Path(frame.filename)).replace("\\", "/")
+        if "/site-packages/" not in path or "/site-packages/torch/" in path:
+            continue
+        package = path.split("/site-packages/", 1)[1].split("/", 1)[0]
+        return f"{package} ({frame.name})"
+    return None
 
 
 # Dynamo names the op of a data-dependent break as ``aten.nonzero.default`` in backticks.

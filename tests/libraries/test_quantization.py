@@ -17,6 +17,10 @@ from sweeper.settings.config import SweepConfig
 
 NEEDS_BNB = pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None,
                                reason="bitsandbytes is not installed (the [quantization] extra)")
+NEEDS_GPTQMODEL = pytest.mark.skipif(importlib.util.find_spec("gptqmodel") is None,
+                                     reason="gptqmodel is not installed (the [quantization] extra)")
+NEEDS_COMPRESSED_TENSORS = pytest.mark.skipif(importlib.util.find_spec("compressed_tensors") is None,
+                                              reason="compressed-tensors is not installed (the [quantization] extra)")
 TOP1000 = Path(__file__).resolve().parents[3] / "shared" / "catalogs" / "hub-top1000-2025-03.csv"
 
 # A tiny Llama's config.json as the Hub gives a repo saved with bitsandbytes NF4.
@@ -25,8 +29,14 @@ TINY_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hid
 BNB_NF4 = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
            "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "float32"}
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
-FP8 = {"quant_method": "compressed-tensors", "format": "float-quantized",
-       "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+# As neuralmagic's -FP8-Dynamic repos ship it: float8 weights per channel, activations per token.
+FP8 = {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+       "config_groups": {"group_0": {"targets": ["Linear"],
+                                     "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True,
+                                                 "dynamic": False},
+                                     "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
+                                                           "symmetric": True, "dynamic": True}}}}
 
 
 # The quantized PyTorch repos of the shared top-1,000 snapshot (the MLX "-4bit" repos are MLX).
@@ -125,7 +135,64 @@ def test_on_trnsim_a_bnb_repo_gets_the_verdict_its_kernels_earn_judged_against_t
     assert compiled.reason.origin in (Origin.DEVICE, Origin.LOWERING_TOOL)
 
 
-@pytest.mark.parametrize(("quantization", "package"), [(GPTQ, "gptqmodel"), (FP8, "compressed-tensors")])
+@NEEDS_GPTQMODEL
+@pytest.mark.parametrize(("quantization", "kernel"), [(GPTQ, "TorchLinear"), (AWQ, "AwqTorchLinear")], ids=["gptq", "awq"])
+def test_a_gptq_or_awq_repo_loads_packed_weights_into_gptqmodels_layers_and_runs_on_cpu(quantization, kernel):
+    from sweeper.libraries import build
+
+    ref = _ref(f"org/tiny-llama-{quantization['quant_method']}", quantization)
+    built = build(ref, SweepConfig.of(device="cpu"))
+    kernels = {type(m).__name__ for m in built.model.modules() if type(m).__module__.startswith("gptqmodel.")}
+    assert kernels == {kernel}, kernels  # the portable torch kernel, never the CPU-only int4pack one
+    assert built.quantization["layers"] == 7 and built.quantization["kernel"] == kernel  # every linear of the block
+
+    record = _check(ref, "cpu", stages=["load", "to_device", "forward", "backward"])
+    assert record.status is Status.PASS, record.reason
+    q = record.quantization
+    assert (q["method"], q["bits"], q["source"], q["package"], q["applied"]) == \
+        (quantization["quant_method"], 4, "config", "gptqmodel", True)
+    assert record.versions["gptqmodel"] == q["package_version"] != "absent" and "QLoRA" in q["adapter"]
+
+
+@NEEDS_GPTQMODEL
+def test_on_trnsim_awq_runs_eagerly_against_the_quantized_cpu_model_and_gptq_names_its_inductor_compile():
+    awq = _check(_ref("org/tiny-llama-awq", AWQ), "trnsim", stages=["load", "to_device", "forward", "backward"])
+    assert awq.status is Status.PASS, awq.reason
+    assert awq.max_abs_diff is not None and awq.max_abs_diff < 1e-5
+    # gptqmodel compiles GPTQ's dequantise with Inductor on every device but NPU and MPS:
+    # a new device without Inductor code generation fails its forward there.
+    gptq = _check(_ref("org/tiny-llama-gptq", GPTQ), "trnsim", stages=["load", "to_device", "forward"])
+    assert gptq.stages["to_device"].status is Status.PASS
+    assert gptq.stages["forward"].status is Status.FAIL, gptq.reason
+    assert (gptq.reason.kind, gptq.reason.op) == (ReasonKind.COMPILE_ERROR, "inductor codegen (gptqmodel)"), gptq.reason
+    assert "no code generation for device 'trnsim'" in gptq.reason.message
+    assert gptq.reason.origin is Origin.DEVICE and gptq.quantization["applied"] is True
+
+
+@NEEDS_COMPRESSED_TENSORS
+def test_an_fp8_compressed_tensors_repo_runs_its_float8_layers_on_cpu_and_trnsim_names_the_dtype():
+    import torch
+
+    from sweeper.libraries import build
+
+    ref = _ref("org/tiny-llama-FP8-Dynamic", FP8)
+    built = build(ref, SweepConfig.of(device="cpu"))
+    schemes = [m for m in built.model.modules() if getattr(m, "quantization_scheme", None) is not None]
+    assert len(schemes) == 7 and built.quantization["kernel"] == "float-quantized"
+    assert built.model.lm_head.weight.dtype == torch.float32  # the repo's ignore list stays float
+
+    record = _check(ref, "cpu", stages=["load", "to_device", "forward", "backward"])
+    assert record.status is Status.PASS, record.reason
+    assert (record.quantization["package"], record.quantization["applied"]) == ("compressed-tensors", True)
+    # trnsim has no float8: the per-token activation quantization is refused on the device.
+    device = _check(ref, "trnsim", stages=["load", "to_device", "forward"])
+    assert device.stages["to_device"].status is Status.PASS
+    assert device.reason.kind is ReasonKind.UNSUPPORTED_DTYPE and "float8_e4m3fn" in device.reason.message, device.reason
+    assert device.reason.origin is Origin.DEVICE
+
+
+@pytest.mark.parametrize(("quantization", "package"), [({"quant_method": "hqq", "nbits": 4}, "hqq"),
+                                                        ({"quant_method": "aqlm", "in_group_size": 8}, "aqlm")])
 def test_a_method_that_cannot_be_applied_is_named_never_run_as_the_float_model(quantization, package):
     if importlib.util.find_spec(package.replace("-", "_")) is not None:
         pytest.skip(f"{package} is installed here")
@@ -134,6 +201,14 @@ def test_a_method_that_cannot_be_applied_is_named_never_run_as_the_float_model(q
     assert record.reason.kind is ReasonKind.MISSING_DEPENDENCY and record.reason.op == package, record.reason
     assert record.quantization["applied"] is False and package in record.quantization["why"]
     assert record.stages["forward"].status is Status.BLOCKED
+
+
+def test_a_method_whose_package_is_here_but_not_applied_is_the_harness_s_never_a_float_run():
+    # transformers' own fine-grained FP8 (quant_method "fp8") is importable but not applied.
+    record = _check(_ref("org/tiny-llama-fp8", {"quant_method": "fp8", "weight_block_size": [128, 128]}), "cpu",
+                    stages=["load", "forward"])
+    assert record.status is not Status.PASS and record.reason.origin is Origin.HARNESS, record.reason
+    assert record.quantization["applied"] is False and "does not yet apply fp8" in record.quantization["why"]
 
 
 def test_a_quantized_repo_of_a_library_that_does_not_apply_its_method_is_named():

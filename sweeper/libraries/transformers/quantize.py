@@ -1,15 +1,21 @@
 """A tiny transformers build quantized the way its method's loader quantizes the checkpoint.
 
 The tiny model is saved (safetensors) and loaded back through transformers' quantizer with
-the method's config, so its layers are the ones a user of the repo gets (bitsandbytes'
-``Linear4bit`` / ``Linear8bitLt``), not the float layers of the same architecture. Methods
-whose kernels quantize on load are applied here; the others are named as not applied
-(``sweeper.libraries.quantization.not_applied``).
+the method's config, so its layers are the ones a user of the repo gets, not the float
+layers of the same architecture:
 
-Training: a 4-bit or 8-bit base is trained in practice through a LoRA adapter (QLoRA), so
-the build carries one (rank 8 on every linear layer, its B matrix zero: the forward is the
-quantized base's) and the backward stage differentiates the adapter, as a user's
-fine-tuning does.
+- bitsandbytes quantizes on load (``Linear4bit`` / ``Linear8bitLt``);
+- GPTQ and AWQ load packed integer weights into gptqmodel's layers (``quantize_packed``);
+- compressed-tensors (the ``-FP8`` repos) loads float8 weights with their scales
+  (``quantize_compressed``).
+
+Other methods are named as not applied (``sweeper.libraries.quantization.not_applied``).
+
+Training: a 4-bit or 8-bit base (bitsandbytes, GPTQ, AWQ) is trained in practice through a
+LoRA adapter (QLoRA), so the build carries one (rank 8 on every linear layer, its B matrix
+zero: the forward is the quantized base's) and the backward stage differentiates the
+adapter, as a user's fine-tuning does. A compressed-tensors model trains as transformers
+lets it (its quantizer says trainable: quantization-aware, the weights decompressed).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from typing import Any
 
 from sweeper.libraries.quantization import QuantizationNotApplied, carrying, importable, not_applied
 
-# Methods this builder applies (their kernels quantize a float checkpoint on load).
-APPLIES = frozenset({"bitsandbytes"})
+# Methods this builder applies.
+APPLIES = frozenset({"bitsandbytes", "gptq", "awq", "compressed-tensors"})
+# Methods trained in practice through a LoRA adapter on the quantized base.
+ADAPTED = frozenset({"bitsandbytes", "gptq", "awq"})
 LORA_RANK = 8
 
 
@@ -31,18 +39,59 @@ def quantize(model: Any, info: dict[str, Any], *, dtype: str) -> tuple[Any, dict
         raise not_applied(info, "transformers", APPLIES)
     import torch
 
-    _import_without_hub_kernels()
-    quantized = _load_quantized(model, _bitsandbytes_config(info, getattr(torch, dtype)), getattr(torch, dtype))
-    layers = _cpu_layout_off(quantized)
-    if not layers:
-        raise carrying(QuantizationNotApplied("bitsandbytes quantized no layer of the tiny build", op="bitsandbytes"),
-                        info, "no layer was quantized")
-    adapted = _with_lora(quantized)
-    return adapted, {**info, "applied": True, "layers": layers,
-                     "adapter": f"LoRA r={LORA_RANK} on every linear layer (QLoRA), B zero: trained in backward"}
+    method, torch_dtype = info["method"], getattr(torch, dtype)
+    try:
+        quantized, kernel = _APPLY[method](model, info, torch_dtype)
+        layers = _quantized_layers(quantized)
+        if not layers:
+            raise QuantizationNotApplied(f"{method} quantized no layer of the tiny build", op=info["package"])
+        found = {**info, "applied": True, "layers": len(layers), "kernel": kernel}
+        if method not in ADAPTED:
+            return quantized, found
+        adapted = _with_lora(quantized, layers)
+    except Exception as exc:  # noqa: BLE001 - the method's own loader (or the adapter) failed on this build
+        why = str(exc) if isinstance(exc, QuantizationNotApplied) else \
+            f"{info['package']} could not quantize the tiny build: {type(exc).__name__}: {exc}"
+        raise carrying(QuantizationNotApplied(why[:500], op=info["package"]), info, why[:500]) from exc
+    return adapted, {**found, "adapter": f"LoRA r={LORA_RANK} on every quantized linear layer (QLoRA), B zero: trained in backward"}
 
 
-def _import_without_hub_kernels() -> None:
+def _bitsandbytes(model: Any, info: dict[str, Any], dtype: Any) -> tuple[Any, str]:
+    import_without_hub_kernels()
+    quantized = _load_quantized(model, _bitsandbytes_config(info, dtype), dtype)
+    _cpu_layout_off(quantized)
+    return quantized, "Linear8bitLt" if info.get("bits") == 8 else "Linear4bit"
+
+
+def _packed(model: Any, info: dict[str, Any], dtype: Any) -> tuple[Any, str]:
+    from sweeper.libraries.transformers.quantize_packed import quantize_packed
+
+    return quantize_packed(model, info, dtype)
+
+
+def _compressed(model: Any, info: dict[str, Any], dtype: Any) -> tuple[Any, str]:
+    from sweeper.libraries.transformers.quantize_compressed import quantize_compressed
+
+    return quantize_compressed(model, info, dtype)
+
+
+_APPLY = {"bitsandbytes": _bitsandbytes, "gptq": _packed, "awq": _packed, "compressed-tensors": _compressed}
+
+
+def _quantized_layers(model: Any) -> list[str]:
+    """The names of the layers holding the method's quantized weights (any kernel package's)."""
+    names = []
+    for name, module in model.named_modules():
+        kind = type(module)
+        if kind.__module__.startswith(("bitsandbytes.", "gptqmodel.")) and kind.__name__.endswith("Linear") or \
+                kind.__name__ in ("Linear4bit", "Linear8bitLt"):
+            names.append(name)
+        elif getattr(module, "quantization_scheme", None) is not None and hasattr(module, "weight"):
+            names.append(name)  # compressed-tensors keeps nn.Linear and attaches its scheme
+    return names
+
+
+def import_without_hub_kernels() -> None:
     """Import bitsandbytes with the ``kernels`` package hidden.
 
     On a CPU with AVX512-BF16, importing bitsandbytes asks the Hub for a compiled kernel
@@ -91,8 +140,8 @@ def _load_quantized(model: Any, method_config: Any, dtype: Any) -> Any:
     return loaded.eval()
 
 
-def _cpu_layout_off(model: Any) -> int:
-    """The number of quantized layers; each 4-bit one keeps bitsandbytes' portable layout.
+def _cpu_layout_off(model: Any) -> None:
+    """Each 4-bit layer keeps bitsandbytes' portable layout.
 
     On a CPU with AVX512-BF16, bitsandbytes repacks a 4-bit weight in place on its first
     CPU inference into a CPU-only layout computed in bfloat16; ``Params4bit.to`` moves that
@@ -102,24 +151,23 @@ def _cpu_layout_off(model: Any) -> int:
     """
     import bitsandbytes as bnb
 
-    count = 0
     for module in model.modules():
         if isinstance(module, bnb.nn.Linear4bit):
             module.support_avx512bf16_for_cpu = False
-            count += 1
-        elif isinstance(module, bnb.nn.Linear8bitLt):
-            count += 1
-    return count
 
 
-def _with_lora(model: Any) -> Any:
-    """The QLoRA set-up: a LoRA adapter on every linear layer; without peft, the base alone
-    (its backward then has no trainable weight, as a user without an adapter meets it)."""
+def _with_lora(model: Any, layers: list[str]) -> Any:
+    """The QLoRA set-up: a LoRA adapter on every quantized linear layer (named, since peft's
+    "all-linear" knows bitsandbytes' layers but not gptqmodel's); without peft, the base
+    alone (its backward then has no trainable weight, as a user without an adapter meets it)."""
     import importlib.util
+    import re
 
     if importlib.util.find_spec("peft") is None:
         return model
     from peft import LoraConfig, get_peft_model
 
-    return get_peft_model(model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules="all-linear",
+    # Full names (a leaf name such as "0" or "proj" would also match containers).
+    targets = "^(" + "|".join(re.escape(name) for name in layers) + ")$"
+    return get_peft_model(model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=targets,
                                             lora_dropout=0.0, init_lora_weights=True))
