@@ -175,7 +175,8 @@ _NO_INDUCTOR_DEVICE = re.compile(r"KeyError: '(?P<device>[\w:]+)'")
 def _library_compile(chain: list[BaseException]) -> Reason | None:
     """A library that compiles its own code with Inductor (gptqmodel's GPTQ dequantise, on
     every device but NPU and MPS) fails on a device Inductor has no code generation for: a
-    compile error of the eager stage, named by the library and the function it compiled."""
+    capability the device lacks (Inductor code generation), named by the library whose
+    code asked for it (``op``)."""
     root = chain[0]
     if type(root).__name__ not in ("InductorError", "BackendCompilerFailed"):
         return None
@@ -185,7 +186,7 @@ def _library_compile(chain: list[BaseException]) -> Reason | None:
     caller = _library_frame(root)
     where = f"{caller} compiles its own code with torch.compile (Inductor)" if caller else \
         "code compiled with torch.compile (Inductor) ran in this stage"
-    return Reason(kind=ReasonKind.COMPILE_ERROR, op=caller and f"inductor codegen ({caller.split(' ')[0]})",
+    return Reason(kind=ReasonKind.UNSUPPORTED_FEATURE, op=caller and f"inductor codegen ({caller.split(' ')[0]})",
                   message=f"{where}: Inductor has no code generation for device '{found['device']}' "
                           f"({type(root).__name__}: KeyError: '{found['device']}')",
                   exc_type=type(root).__name__)

@@ -37,6 +37,7 @@ KINDS = ("op", "tool", "dtype", "feature")
 _BACKWARD = re.compile(r"_backward(?:_[a-z0-9_]+)?$")
 _DTYPE = re.compile(r"\btorch\.(\w+)")
 _FEATURE = re.compile(r"trnsim has no (\w+) tensors|\b(forward_ad|sparse|nested)\b")
+_NO_INDUCTOR = "Inductor has no code generation for device"
 FEATURE_KINDS = {"dynamic_shape": "dynamic shapes", "unsupported_feature": "", "unsupported_layout": ""}
 
 
@@ -99,6 +100,8 @@ def feature_of(kind: str, message: str) -> str:
     """The capability a feature refusal names."""
     if FEATURE_KINDS.get(kind):
         return FEATURE_KINDS[kind]
+    if _NO_INDUCTOR in (message or ""):
+        return "Inductor code generation"  # a library compiles its own code with it
     found = _FEATURE.search(message or "")
     word = next((g for g in found.groups() if g), "") if found else ""
     return f"{word} tensors" if word in ("sparse", "nested") else (word.replace("_", " ") or kind.replace("_", " "))

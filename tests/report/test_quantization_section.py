@@ -60,3 +60,23 @@ def test_a_sweep_without_quantized_repos_has_no_section_and_the_page_names_a_met
     strings, quant = data["strings"], data["rows"]["quant"]
     assert {int(i): strings[s] for i, s in quant.items()} == {1: "bitsandbytes (applied)", 2: "bitsandbytes (applied)",
                                                                3: "gptq (not applied)"}
+
+
+def test_the_kernels_a_device_lacks_per_method_join_fix_next_as_causes(tmp_path: Path) -> None:
+    # gptqmodel compiles GPTQ's dequantise with Inductor; FP8 activations are float8 casts.
+    inductor = reason("unsupported_feature", "inductor codegen (gptqmodel)",
+                      "gptqmodel (_forward_eager) compiles its own code with torch.compile (Inductor): Inductor has "
+                      "no code generation for device 'trnsim' (InductorError: KeyError: 'trnsim')")
+    fp8 = reason("unsupported_dtype", "aten::empty_strided", "aten::empty_strided: trnsim has no torch.float8_e4m3fn support")
+    records = [
+        record("org/d-GPTQ", 1, 4000, "fail", fail_at="forward", blockers=[inductor], quantization=_q("gptq", True)),
+        record("org/e-FP8", 2, 1000, "fail", fail_at="forward", blockers=[fp8],
+               quantization={**_q("gptq", True), "method": "compressed-tensors", "package": "compressed-tensors"}),
+    ]
+    write_sweep(tmp_path, records, meta(total=len(records)))
+    write_report(tmp_path, charts=False)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    causes = [(c["kind"], c["name"]) for s in summary["fix_next"]["steps"] for c in s["causes"]]
+    assert causes == [("feature", "Inductor code generation"), ("dtype", "float8_e4m3fn")], causes
+    section = _section((tmp_path / "report.md").read_text(encoding="utf-8"))
+    assert "`inductor codegen (gptqmodel)` (1)" in section and "`aten::empty_strided` (1)" in section
