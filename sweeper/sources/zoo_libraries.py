@@ -12,8 +12,12 @@ from collections.abc import Iterable, Iterator
 
 from sweeper.records import ModelRef
 
-# transformers model type -> (library, Hub id, task) entries listed right after it.
+# transformers model type -> (library, Hub id, task) entries listed right after it. A
+# transformers entry is a repo of that model type the zoo's own entry does not stand for
+# (a quantized checkpoint: its method's layers and kernels, not the float build's).
 AFTER: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # bitsandbytes NF4 (unsloth's QLoRA bases, 3.8M downloads in the top 1,000).
+    "llama": (("transformers", "unsloth/Llama-3.2-3B-Instruct-unsloth-bnb-4bit", "text-generation"),),
     "roberta": (("timm", "timm/mobilenetv3_small_100.lamb_in1k", "image-classification"),
                 ("timm", "timm/resnet50.a1_in1k", "image-classification")),
     "t5": (("diffusers", "stable-diffusion-v1-5/stable-diffusion-v1-5", "text-to-image"),),
@@ -38,13 +42,16 @@ AFTER: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
-def library_ref(library: str, model_id: str, task: str, rank: int) -> ModelRef:
-    """The zoo's ref of one other library's entry."""
-    return ModelRef(model_id=model_id, rank=rank, pipeline_tag=task, library_name=library, source="zoo")
+def library_ref(library: str, model_id: str, task: str, after: str, rank: int) -> ModelRef:
+    """The zoo's ref of one entry of ``AFTER`` (placed after model type ``after``)."""
+    return ModelRef(model_id=model_id, rank=rank, pipeline_tag=task, library_name=library, source="zoo",
+                    model_type=after if library == "transformers" else None)
 
 
-def merged(model_types: Iterable[str]) -> Iterator[str | tuple[str, str, str]]:
-    """transformers' model types in their order, each followed by the entries placed after it."""
+def merged(model_types: Iterable[str]) -> Iterator[str | tuple[str, str, str, str]]:
+    """transformers' model types in their order, each followed by the entries placed after it
+    (with the model type they follow)."""
     for model_type in model_types:
         yield model_type
-        yield from AFTER.get(model_type, ())
+        for entry in AFTER.get(model_type, ()):
+            yield (*entry, model_type)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+from sweeper.libraries.quantization import from_id
 from sweeper.settings.config import SweepConfig
 from sweeper.sources.base import get_source, select
 from sweeper.sources.zoo import POPULAR, ZooSource, is_own_checkpoint, zoo_heads, zoo_types
@@ -12,7 +13,11 @@ from sweeper.sources.zoo import POPULAR, ZooSource, is_own_checkpoint, zoo_heads
 def test_zoo_lists_every_buildable_type_once_with_a_head():
     listed = list(ZooSource(SweepConfig.of(source="zoo")).refs())
     assert [r.rank for r in listed] == list(range(1, len(listed) + 1))
-    refs = [r for r in listed if r.library_name == "transformers"]  # the other libraries' entries sit among them
+    # The other libraries' entries and the quantized checkpoints sit among the model types.
+    quantized = [r for r in listed if from_id(r.model_id) is not None]
+    assert [(r.model_id, r.model_type, from_id(r.model_id)["method"]) for r in quantized] == \
+        [("unsloth/Llama-3.2-3B-Instruct-unsloth-bnb-4bit", "llama", "bitsandbytes")]
+    refs = [r for r in listed if r.library_name == "transformers" and r not in quantized]
     assert len(refs) >= 600
     assert len({r.model_type for r in refs}) == len(refs)
     for ref in refs:
