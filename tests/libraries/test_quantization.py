@@ -211,12 +211,16 @@ def test_a_method_whose_package_is_here_but_not_applied_is_the_harness_s_never_a
     assert record.quantization["applied"] is False and "does not yet apply fp8" in record.quantization["why"]
 
 
-def test_a_quantized_repo_of_a_library_that_does_not_apply_its_method_is_named():
+@NEEDS_BNB
+def test_a_diffusers_nf4_repo_goes_through_diffusers_quantizer_which_names_its_gpu_requirement():
+    # diffusers' bitsandbytes quantizer refuses to quantize unless CUDA, XPU or MPS is present:
+    # on a new device (and on this CPU) the NF4 pipeline is never loaded, and the record says so.
     record = _check(ModelRef("sayakpaul/flux.1-dev-nf4", 1, library_name="diffusers", source="catalog"), "cpu",
                     stages=["load", "forward"])
-    assert record.status is not Status.PASS
-    assert record.quantization["method"] == "bitsandbytes" and record.quantization["applied"] is False
-    assert "diffusers" in record.quantization["why"]
+    assert record.status is not Status.PASS and record.stages["forward"].status is Status.BLOCKED
+    q = record.quantization
+    assert (q["method"], q["format"], q["applied"]) == ("bitsandbytes", "nf4", False)
+    assert "diffusers' bitsandbytes loader" in q["why"] and "No GPU found" in q["why"], q["why"]
 
 
 def test_a_plain_model_carries_no_quantization():

@@ -19,6 +19,8 @@ from typing import Any
 from sweeper.libraries.base import Library, count_parameters
 from sweeper.libraries.built import Built
 from sweeper.libraries.diffusers import encoders, index, parts, video
+from sweeper.libraries.diffusers.quantize import check_applicable, quantize_denoiser
+from sweeper.libraries.quantization import detect
 from sweeper.records import ModelRef
 from sweeper.settings.errors import ConfigError
 
@@ -36,6 +38,7 @@ class Diffusers(Library):
     name = "diffusers"
     hub_names = frozenset({"diffusers"})
     packages = ("diffusers",)
+    quantizes = True  # a bitsandbytes denoiser (quantize.py)
 
     def architecture(self, ref: ModelRef) -> str | None:
         """The components, as ``name=Class`` pairs, or None when neither the ref's
@@ -62,14 +65,19 @@ class Diffusers(Library):
         if isinstance(found, str):
             raise ConfigError(f"{ref.model_id}: {found}")
         spec, source = found
+        quantization = detect(ref)
+        if quantization is not None:
+            check_applicable(quantization)  # before a pipeline is built for nothing
         dtype = getattr(torch, cfg.device.dtype)
         built = {name: _component(cls, dict(kwargs), cfg.materialise.seed, dtype) for name, (cls, kwargs) in spec.items()}
+        if quantization is not None:
+            quantization = quantize_denoiser(built, quantization, dtype)
         whole = torch.nn.ModuleDict({name: part.model for name, part in built.items()})
         notes = {"weights": "tiny", "components": _listing(spec), "components_source": source,
                  "component_parameters": ",".join(f"{k}={p.num_parameters}" for k, p in built.items())}
         return Built(model=whole, inputs={}, architecture="+".join(p.architecture for p in built.values()),
                      model_type="diffusers", num_parameters=count_parameters(whole), has_labels=True, notes=notes,
-                     components=built)
+                     components=built, quantization=quantization or {})
 
 
 def components(ref: ModelRef) -> tuple[Spec, str] | None:

@@ -59,7 +59,7 @@ def quantize(model: Any, info: dict[str, Any], *, dtype: str) -> tuple[Any, dict
 def _bitsandbytes(model: Any, info: dict[str, Any], dtype: Any) -> tuple[Any, str]:
     import_without_hub_kernels()
     quantized = _load_quantized(model, _bitsandbytes_config(info, dtype), dtype)
-    _cpu_layout_off(quantized)
+    disable_cpu_layout(quantized)
     return quantized, "Linear8bitLt" if info.get("bits") == 8 else "Linear4bit"
 
 
@@ -140,7 +140,7 @@ def _load_quantized(model: Any, method_config: Any, dtype: Any) -> Any:
     return loaded.eval()
 
 
-def _cpu_layout_off(model: Any) -> None:
+def disable_cpu_layout(model: Any) -> None:
     """Each 4-bit layer keeps bitsandbytes' portable layout.
 
     On a CPU with AVX512-BF16, bitsandbytes repacks a 4-bit weight in place on its first
