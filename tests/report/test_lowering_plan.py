@@ -131,6 +131,8 @@ def causes_of(rec: dict[str, Any]) -> list[tuple[str, str, str] | None]:
             out.append(("dtype", dtype_named(b.get("message") or ""), ""))
         elif origin == "device" and kind in FEATURES:
             out.append(("feature", FEATURES[kind], ""))
+        elif origin == "device" and kind == "unsupported_feature" and "Inductor has no code generation" in (b.get("message") or ""):
+            out.append(("feature", "Inductor code generation", ""))  # a library's own torch.compile
         else:
             out.append(None)
     return out

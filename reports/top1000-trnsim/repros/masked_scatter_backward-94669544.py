@@ -2,7 +2,7 @@
 
 Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python masked_scatter_backward-f33552f2.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python masked_scatter_backward-94669544.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.masked_scatter_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 66, 256), torch.float32), ((2, 66, 1), torch.bool)]
+INPUTS = [((2, 20, 512), torch.float32), ((2, 20, 1), torch.bool)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [2, 50, 256])
+    args = (P[0], P[1], [8, 512])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))
