@@ -1,10 +1,9 @@
 module {
-  func.func @repro(%arg0: !torch.vtensor<[2,66,256],bf16>, %arg1: !torch.vtensor<[2,66,1],i1>) -> !torch.vtensor<[2,50,256],bf16> {
-    %int2 = torch.constant.int 2
-    %int50 = torch.constant.int 50
-    %int256 = torch.constant.int 256
-    %0 = torch.prim.ListConstruct %int2, %int50, %int256 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
-    %1 = torch.operator "torch.aten.masked_scatter_backward"(%arg0, %arg1, %0) : (!torch.vtensor<[2,66,256],bf16>, !torch.vtensor<[2,66,1],i1>, !torch.list<int>) -> !torch.vtensor<[2,50,256],bf16> 
-    return %1 : !torch.vtensor<[2,50,256],bf16>
+  func.func @repro(%arg0: !torch.vtensor<[2,20,512],bf16>, %arg1: !torch.vtensor<[2,20,1],i1>) -> !torch.vtensor<[8,512],bf16> {
+    %int8 = torch.constant.int 8
+    %int512 = torch.constant.int 512
+    %0 = torch.prim.ListConstruct %int8, %int512 : (!torch.int, !torch.int) -> !torch.list<int>
+    %1 = torch.operator "torch.aten.masked_scatter_backward"(%arg0, %arg1, %0) : (!torch.vtensor<[2,20,512],bf16>, !torch.vtensor<[2,20,1],i1>, !torch.list<int>) -> !torch.vtensor<[8,512],bf16> 
+    return %1 : !torch.vtensor<[8,512],bf16>
   }
 }

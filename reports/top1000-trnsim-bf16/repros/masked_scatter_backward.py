@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 OP = torch.ops.aten.masked_scatter_backward.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 66, 256), torch.bfloat16), ((2, 66, 1), torch.bool)]
+INPUTS = [((2, 20, 512), torch.bfloat16), ((2, 20, 1), torch.bool)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +26,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [2, 50, 256])
+    args = (P[0], P[1], [8, 512])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))

@@ -1,8 +1,8 @@
-"""Torch-MLIR fails to lower aten::masked_scatter_backward to StableHLO.
+"""Torch-MLIR fails to lower bitsandbytes::gemm_4bit to StableHLO.
 
-Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
+Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python masked_scatter_backward-ccaead0d.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python bitsandbytes.gemm_4bit.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -10,10 +10,11 @@ import sys
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+import bitsandbytes  # registers bitsandbytes::gemm_4bit
 
-OP = torch.ops.aten.masked_scatter_backward.default
+OP = torch.ops.bitsandbytes.gemm_4bit.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 20, 512), torch.bfloat16), ((2, 20, 1), torch.bool)]
+INPUTS = [((2, 16, 512), torch.bfloat16), ((131072, 1), torch.uint8), ((4096,), torch.float32), ((512,), torch.bfloat16)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -26,7 +27,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [8, 512])
+    args = (P[0], P[1], [512, 512], P[2], 64, 'nf4', P[3])
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))

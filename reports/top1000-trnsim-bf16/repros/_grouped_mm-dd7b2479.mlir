@@ -1,0 +1,8 @@
+module {
+  func.func @repro(%arg0: !torch.vtensor<[64,512],bf16>, %arg1: !torch.vtensor<[4,512,1024],bf16>, %arg2: !torch.vtensor<[4],si32>) -> !torch.vtensor<[64,1024],bf16> {
+    %none = torch.constant.none
+    %none_0 = torch.constant.none
+    %0 = torch.operator "torch.aten._grouped_mm"(%arg0, %arg1, %arg2, %none, %none_0) : (!torch.vtensor<[64,512],bf16>, !torch.vtensor<[4,512,1024],bf16>, !torch.vtensor<[4],si32>, !torch.none, !torch.none) -> !torch.vtensor<[64,1024],bf16> 
+    return %0 : !torch.vtensor<[64,1024],bf16>
+  }
+}
