@@ -165,3 +165,29 @@ def _bits_and_format(method: str, config: dict[str, Any]) -> tuple[int | None, s
         return None, config.get("format")
     bits = config.get("bits") or config.get("nbits") or config.get("weights")
     return (bits if isinstance(bits, int) else None), (str(bits) if bits and not isinstance(bits, int) else None)
+
+
+def import_without_hub_kernels() -> None:
+    """Import bitsandbytes with the ``kernels`` package hidden.
+
+    On a CPU with AVX512-BF16, importing bitsandbytes asks the Hub for a compiled kernel
+    (``kernels-community/quantization-bitsandbytes``) and would run it: code from the Hub,
+    which a sweep never runs (remote code is off), and a network call in every worker.
+    Hidden, bitsandbytes uses its own kernels, as it does without the package.
+    """
+    import sys
+
+    if "bitsandbytes" in sys.modules:
+        return
+    hidden = sys.modules.get("kernels", _ABSENT)
+    sys.modules["kernels"] = None  # type: ignore[assignment]  # import kernels -> ImportError
+    try:
+        import bitsandbytes  # noqa: F401
+    finally:
+        if hidden is _ABSENT:
+            del sys.modules["kernels"]
+        else:
+            sys.modules["kernels"] = hidden
+
+
+_ABSENT = object()

@@ -71,7 +71,7 @@ class Diffusers(Library):
         dtype = getattr(torch, cfg.device.dtype)
         built = {name: _component(cls, dict(kwargs), cfg.materialise.seed, dtype) for name, (cls, kwargs) in spec.items()}
         if quantization is not None:
-            quantization = quantize_denoiser(built, quantization, dtype)
+            quantization = quantize_denoiser(built, quantization, dtype, LORA_TARGETS)
         whole = torch.nn.ModuleDict({name: part.model for name, part in built.items()})
         notes = {"weights": "tiny", "components": _listing(spec), "components_source": source,
                  "component_parameters": ",".join(f"{k}={p.num_parameters}" for k, p in built.items())}

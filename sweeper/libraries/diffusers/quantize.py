@@ -26,9 +26,9 @@ def check_applicable(info: dict[str, Any]) -> None:
         raise not_applied(info, "diffusers", APPLIES)
 
 
-def quantize_denoiser(components: dict[str, Any], info: dict[str, Any], dtype: Any) -> dict[str, Any]:
+def quantize_denoiser(components: dict[str, Any], info: dict[str, Any], dtype: Any, lora_targets: list[str]) -> dict[str, Any]:
     """The pipeline's denoiser (``components[name].model.model``) replaced by its quantized
-    copy with a LoRA adapter; returns the record's ``quantization``."""
+    copy with a LoRA adapter on ``lora_targets``; returns the record's ``quantization``."""
     name = next((n for n in DENOISERS if n in components), None)
     if name is None:
         raise carrying(QuantizationNotApplied("the pipeline has no transformer or UNet to quantize", op="bitsandbytes"),
@@ -36,7 +36,7 @@ def quantize_denoiser(components: dict[str, Any], info: dict[str, Any], dtype: A
     wrapper = components[name].model
     try:
         quantized = _load_quantized(wrapper.model, info, dtype)
-        layers = _lora(quantized)
+        layers = _lora(quantized, lora_targets)
     except Exception as exc:  # noqa: BLE001 - diffusers' loader (or the adapter) failed on this build
         why = f"diffusers' bitsandbytes loader could not quantize the tiny {name}: {type(exc).__name__}: {exc}"[:500]
         raise carrying(QuantizationNotApplied(why, op="bitsandbytes"), info, why) from exc
@@ -49,7 +49,8 @@ def quantize_denoiser(components: dict[str, Any], info: dict[str, Any], dtype: A
 def _load_quantized(model: Any, info: dict[str, Any], dtype: Any) -> Any:
     from diffusers import BitsAndBytesConfig
 
-    from sweeper.libraries.transformers.quantize import disable_cpu_layout, import_without_hub_kernels
+    from sweeper.libraries.quantization import import_without_hub_kernels
+    from sweeper.libraries.transformers.quantize import disable_cpu_layout
 
     import_without_hub_kernels()
     if info.get("bits") == 8:
@@ -64,16 +65,14 @@ def _load_quantized(model: Any, info: dict[str, Any], dtype: Any) -> Any:
     return loaded.eval()
 
 
-def _lora(model: Any) -> int:
+def _lora(model: Any, targets: list[str]) -> int:
     """A LoRA adapter on the attention projections of the quantized denoiser (B zero);
     returns the number of quantized layers."""
     import bitsandbytes as bnb
     from peft import LoraConfig
 
-    from sweeper.libraries.diffusers.library import LORA_TARGETS
-
     layers = sum(1 for m in model.modules() if isinstance(m, (bnb.nn.Linear4bit, bnb.nn.Linear8bitLt)))
     if not layers:
         raise QuantizationNotApplied("bitsandbytes quantized no layer of the tiny denoiser", op="bitsandbytes")
-    model.add_adapter(LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=LORA_TARGETS, init_lora_weights=True))
+    model.add_adapter(LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=targets, init_lora_weights=True))
     return layers

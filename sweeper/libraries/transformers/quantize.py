@@ -23,7 +23,13 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-from sweeper.libraries.quantization import QuantizationNotApplied, carrying, importable, not_applied
+from sweeper.libraries.quantization import (
+    QuantizationNotApplied,
+    carrying,
+    import_without_hub_kernels,
+    importable,
+    not_applied,
+)
 
 # Methods this builder applies.
 APPLIES = frozenset({"bitsandbytes", "gptq", "awq", "compressed-tensors"})
@@ -91,30 +97,6 @@ def _quantized_layers(model: Any) -> list[str]:
     return names
 
 
-def import_without_hub_kernels() -> None:
-    """Import bitsandbytes with the ``kernels`` package hidden.
-
-    On a CPU with AVX512-BF16, importing bitsandbytes asks the Hub for a compiled kernel
-    (``kernels-community/quantization-bitsandbytes``) and would run it: code from the Hub,
-    which a sweep never runs (remote code is off), and a network call in every worker.
-    Hidden, bitsandbytes uses its own kernels, as it does without the package.
-    """
-    import sys
-
-    if "bitsandbytes" in sys.modules:
-        return
-    hidden = sys.modules.get("kernels", _ABSENT)
-    sys.modules["kernels"] = None  # type: ignore[assignment]  # import kernels -> ImportError
-    try:
-        import bitsandbytes  # noqa: F401
-    finally:
-        if hidden is _ABSENT:
-            del sys.modules["kernels"]
-        else:
-            sys.modules["kernels"] = hidden
-
-
-_ABSENT = object()
 
 
 def _bitsandbytes_config(info: dict[str, Any], compute: Any) -> Any:

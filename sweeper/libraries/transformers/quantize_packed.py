@@ -63,7 +63,7 @@ def import_gptqmodel() -> None:
 
     if "gptqmodel" in sys.modules:
         return
-    from sweeper.libraries.transformers.quantize import import_without_hub_kernels
+    from sweeper.libraries.quantization import import_without_hub_kernels
 
     import_without_hub_kernels()
     saved = dict(os.environ)
