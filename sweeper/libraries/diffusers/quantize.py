@@ -50,14 +50,10 @@ def _load_quantized(model: Any, info: dict[str, Any], dtype: Any) -> Any:
     from diffusers import BitsAndBytesConfig
 
     from sweeper.libraries.quantization import import_without_hub_kernels
-    from sweeper.libraries.transformers.quantize import disable_cpu_layout
+    from sweeper.libraries.transformers.quantize import bitsandbytes_config, disable_cpu_layout
 
     import_without_hub_kernels()
-    if info.get("bits") == 8:
-        config = BitsAndBytesConfig(load_in_8bit=True)
-    else:
-        config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=info.get("format") if info.get("format") in ("nf4", "fp4") else "nf4",
-                                    bnb_4bit_compute_dtype=dtype)
+    config = bitsandbytes_config(info, dtype, BitsAndBytesConfig)
     with tempfile.TemporaryDirectory(prefix="sweeper-quantize-") as folder:
         model.save_pretrained(folder, safe_serialization=True)
         loaded = type(model).from_pretrained(folder, quantization_config=config, torch_dtype=dtype, device_map="cpu")

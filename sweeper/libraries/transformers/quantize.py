@@ -64,7 +64,7 @@ def quantize(model: Any, info: dict[str, Any], *, dtype: str) -> tuple[Any, dict
 
 def _bitsandbytes(model: Any, info: dict[str, Any], dtype: Any) -> tuple[Any, str]:
     import_without_hub_kernels()
-    quantized = _load_quantized(model, _bitsandbytes_config(info, dtype), dtype)
+    quantized = _load_quantized(model, bitsandbytes_config(info, dtype), dtype)
     disable_cpu_layout(quantized)
     return quantized, "Linear8bitLt" if info.get("bits") == 8 else "Linear4bit"
 
@@ -97,16 +97,16 @@ def _quantized_layers(model: Any) -> list[str]:
     return names
 
 
-
-
-def _bitsandbytes_config(info: dict[str, Any], compute: Any) -> Any:
-    from transformers import BitsAndBytesConfig
-
+def bitsandbytes_config(info: dict[str, Any], compute: Any, config_class: Any = None) -> Any:
+    """The ``BitsAndBytesConfig`` (transformers', or ``config_class``: diffusers' has the same
+    fields) that loads ``info``'s 4-bit or 8-bit format, computing in ``compute``."""
+    if config_class is None:
+        from transformers import BitsAndBytesConfig as config_class
     if info.get("bits") == 8:
-        return BitsAndBytesConfig(load_in_8bit=True)
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=info.get("format") if info.get("format") in ("nf4", "fp4") else "nf4",
-                              bnb_4bit_use_double_quant=bool(info.get("bnb_4bit_use_double_quant", False)),
-                              bnb_4bit_compute_dtype=compute)
+        return config_class(load_in_8bit=True)
+    quant_type = info.get("format") if info.get("format") in ("nf4", "fp4") else "nf4"
+    return config_class(load_in_4bit=True, bnb_4bit_quant_type=quant_type, bnb_4bit_compute_dtype=compute,
+                        bnb_4bit_use_double_quant=bool(info.get("bnb_4bit_use_double_quant", False)))
 
 
 def _load_quantized(model: Any, method_config: Any, dtype: Any) -> Any:
