@@ -68,7 +68,8 @@ class Device:
         # Options every device receives (devices ignore those they do not use):
         # profile (path or None), collect_all (bool), out_dir (the sweep's output folder,
         # where a device may leave artifacts such as compiler reproducers), strict_float32
-        # (bool: exact float32 matmuls and convolutions, no TF32).
+        # (bool: exact float32 matmuls and convolutions, no TF32), shared_cache (a folder
+        # whose compiler verdicts every worker of the sweep, or every sweep, may reuse).
         self.spec = spec
         self.options = options
 

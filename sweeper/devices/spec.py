@@ -37,11 +37,12 @@ class DeviceSpec:
     out_dir: str | None = None  # where the device may leave artifacts (reproducers)
     strict_float32: bool = False  # exact float32 matmuls and convolutions (no TF32)
     float32_math: dict[str, Any] = field(default_factory=dict)  # the device's declared math, as planning read it
+    shared_cache: str | None = None  # compiler verdicts shared by the sweep's workers (and sweeps, with --cache)
 
     def options(self) -> dict[str, Any]:
         """The options ``get_device`` hands the device's factory."""
         return {"profile": self.profile, "collect_all": self.collect_all, "out_dir": self.out_dir,
-                "strict_float32": self.strict_float32}
+                "strict_float32": self.strict_float32, "shared_cache": self.shared_cache}
 
     def build(self) -> Device:
         """A new ``Device`` for this spec (not yet set up)."""
@@ -89,8 +90,26 @@ def resolve_device(cfg: SweepConfig, *, out_dir: str | None = None) -> tuple[Dev
         compile_backend=dev.compile_backend, dtype=dev.dtype,
         collect_all=dev.collect_all, retie_weights=dev.retie_weights, gpus=device.gpus, out_dir=out_dir,
         strict_float32=dev.strict_float32, float32_math=_declared_math(device),
+        shared_cache=shared_cache(cfg, out_dir),
     )
     return spec, device
+
+
+# Where a device keeps compiler verdicts its workers share: in the sweep's folder (hidden,
+# never published), or under ``--cache`` so the next sweep starts from them.
+SHARED_IN_FOLDER = ".compiler-verdicts"
+SHARED_IN_CACHE = "compiler-verdicts"
+
+
+def shared_cache(cfg: SweepConfig, out_dir: str | None) -> str | None:
+    """The folder of compiler verdicts shared by this sweep's workers: ``--cache``'s
+    ``compiler-verdicts/`` (across sweeps), else the output folder's own, else none."""
+    import os
+
+    cache = getattr(cfg.output, "cache", None)
+    if cache:
+        return os.path.join(str(cache), SHARED_IN_CACHE)
+    return os.path.join(out_dir, SHARED_IN_FOLDER) if out_dir else None
 
 
 def _declared_math(device: Device) -> dict[str, Any]:

@@ -27,11 +27,15 @@ def _default_profile_and_fresh_dynamo(request: pytest.FixtureRequest) -> Iterato
         return
     from sweeper.devices import trnsim
 
+    from sweeper.devices.trnsim import lowercache
+
     trnsim.apply_profile(trnsim.load_profile(None))
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
+    lowercache.configure(None, salt="")  # a device a test set up shares no verdicts with the next
     yield
     trnsim.apply_profile(trnsim.load_profile(None))
+    lowercache.configure(None, salt="")
 
 
 @pytest.fixture

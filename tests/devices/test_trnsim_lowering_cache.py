@@ -109,3 +109,76 @@ def test_graph_key_covers_constants_and_shapes(trnsim):
     assert graph_key(scaled([1.0, 2.0]), "forward") != graph_key(scaled([1.0, 2.0]), "backward")
     wider = make_fx(lambda t: t * torch.tensor([1.0, 2.0]), tracing_mode="fake")(torch.rand(3, 2))
     assert graph_key(wider, "forward") != graph_key(scaled([1.0, 2.0]), "forward")
+
+
+def _lowered_kinds() -> list[tuple[str, str]]:
+    from sweeper.devices.trnsim import compiler
+
+    return list(compiler.LOWERED)
+
+
+def test_a_verdict_lowered_by_one_worker_answers_another_through_the_shared_folder(trnsim, lowering, tmp_path):
+    from sweeper.devices.trnsim import compiler, lowercache
+
+    lowercache.configure(tmp_path / "verdicts", salt="tool|torch|profile")
+    x = torch.rand(4, device="trnsim") - 0.5
+    first = _compile_error(torch.erfinv, x)
+    compiler.reset_lowered()
+    out = run_compiled(torch.sin, x)
+    passed = _lowered_kinds()
+    assert passed and all("stablehlo." in text for _, text in passed)
+    # Another worker: nothing kept in its process, the same folder.
+    lowering.clear_cache()
+    compiler.reset_lowered()
+    torch._dynamo.reset()
+    started = _children()
+    with trnsim.recording() as rec:
+        again = _compile_error(torch.erfinv, x)
+    torch._dynamo.reset()
+    torch.testing.assert_close(run_compiled(torch.sin, x).cpu(), out.cpu())
+    assert first == again == (ReasonKind.LOWERING_TOOL_ERROR, "aten::erfinv")
+    assert any("aten::erfinv" in p for p in rec.compile_problems)
+    assert _lowered_kinds() == passed  # the same StableHLO, read back from the folder
+    assert _children() == started  # neither graph was lowered again
+
+
+def test_a_shared_verdict_answers_only_the_same_tool_torch_and_profile(trnsim, lowering, tmp_path):
+    from sweeper.devices.trnsim import lowercache
+
+    gm = make_fx(torch.erfinv, tracing_mode="fake")(torch.rand(4))
+    lowercache.configure(tmp_path, salt="torch-mlir 1|torch 2.13|profile a")
+    assert lowering.lower(gm, name="forward").op == "aten::erfinv"
+    lowering.clear_cache()
+    lowercache.configure(tmp_path, salt="torch-mlir 2|torch 2.13|profile a")  # a new lowering tool
+    started = _children()
+    assert lowering.lower(gm, name="forward").op == "aten::erfinv"
+    assert _children() > started
+
+
+def test_an_unreadable_shared_entry_is_lowered_again(trnsim, lowering, tmp_path):
+    from sweeper.devices.trnsim import lowercache
+
+    lowercache.configure(tmp_path, salt="s")
+    gm = make_fx(torch.sin, tracing_mode="fake")(torch.rand(4))
+    assert lowering.lower(gm, name="forward").ok
+    (entry,) = tmp_path.glob("*/*.json")
+    entry.write_text("{not json", encoding="utf-8")  # a disk that filled up mid-write elsewhere
+    lowering.clear_cache()
+    started = _children()
+    assert lowering.lower(gm, name="forward").ok
+    assert _children() > started
+
+
+def test_a_sweep_shares_verdicts_in_its_folder_and_with_cache_across_sweeps(trnsim, tmp_path):
+    from sweeper.devices.spec import resolve_device
+    from sweeper.devices.trnsim import lowercache
+    from sweeper.settings.config import SweepConfig
+
+    cfg = SweepConfig.of(device="trnsim")
+    spec, _ = resolve_device(cfg, out_dir=str(tmp_path / "out"))
+    assert spec.shared_cache == str(tmp_path / "out" / ".compiler-verdicts")
+    spec.build().setup()  # what a worker does
+    assert lowercache.folder() == tmp_path / "out" / ".compiler-verdicts"
+    cached = SweepConfig.of(device="trnsim", cache=str(tmp_path / "cache"))
+    spec, _ = resolve_device(cached, out_dir=str(tmp_path / "out"))
+    assert spec.shared_cache == str(tmp_path / "cache" / "compiler-verdicts")

@@ -34,6 +34,7 @@ class TrnsimDevice(Device):
         self._profile: Any = None
         out_dir = options.get("out_dir")
         self.repro_dir: str | None = str(Path(out_dir) / REPROS) if out_dir else None
+        self.shared_cache: str | None = options.get("shared_cache")
 
     @property
     def torch_device(self) -> str:
@@ -60,10 +61,21 @@ class TrnsimDevice(Device):
             self._profile = self._load()
         apply_profile(self._profile)
         compiler.register_backend()
+        self._share_lowerings()
         if self.repro_dir:
             import sweeper.devices.trnsim.state as state
 
             state.set_repro_dir(self.repro_dir)
+
+    def _share_lowerings(self) -> None:
+        """Lowering verdicts go to and come from the sweep's shared folder, keyed also by
+        what decides them besides the graph: Torch-MLIR's and torch's versions, the profile."""
+        import torch
+
+        from sweeper.devices.trnsim import lowercache, lowering
+
+        salt = f"{lowering.tool_version()}|{torch.__version__}|{self._profile.hash}"
+        lowercache.configure(self.shared_cache, salt=salt)
 
     def warm_up(self) -> None:
         """Compile a small MLP forward + backward with the trnsim backend once: the first

@@ -9,6 +9,7 @@ inputs that need none) have no StableHLO type, and device placement has no meani
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import os
@@ -23,7 +24,7 @@ import torch
 
 import sweeper.devices.trnsim.lowerserver as lowerserver
 import sweeper.devices.trnsim.phases as phases
-from sweeper.devices.trnsim import graphwire
+from sweeper.devices.trnsim import graphwire, lowercache
 from sweeper.devices.trnsim.canonical import canonicalize, is_non_op
 from sweeper.devices.trnsim.graphkey import LRU, graph_key
 from sweeper.devices.trnsim.isolate import Overrun, run_isolated
@@ -237,17 +238,37 @@ def lower(gm: torch.fx.GraphModule, name: str = "main") -> LoweringResult:
     """Lower an aten FX graph (``meta['val']`` on its nodes) to StableHLO (in a child
     process with ``TIMEOUT_S`` and ``MEMORY_BYTES`` limits). A graph already lowered in
     this process gets the verdict it got then."""
+    start = time.perf_counter()
     with phases.phase("cache"):
         digest = graph_key(gm, name)
         key = f"{digest}:{_limits()}"
         cached = _RESULTS.get(key) if digest else None
+        source = "process"
+        if cached is None and digest:
+            kept = lowercache.get(key)
+            cached = _from_kept(kept) if kept is not None else None
+            source = "shared"
+            if cached is not None:
+                _RESULTS.put(key, cached)
     if cached is None:
+        source = "lowered"
         # What the parent does around the children: copying and cleaning graphs for import.
         with phases.phase("prepare"):
             cached = _lower_uncached(gm, name)
         if digest and not cached.message.startswith(_CIRCUMSTANTIAL):
             _RESULTS.put(key, cached)
+            with phases.phase("cache"):
+                lowercache.put(key, dataclasses.asdict(cached))
+    lowercache.log(digest or "-", name, source, time.perf_counter() - start)
     return cached
+
+
+def _from_kept(kept: dict[str, Any]) -> LoweringResult | None:
+    """A ``LoweringResult`` from a shared folder's entry (None when it is not one)."""
+    try:
+        return LoweringResult(**{f.name: kept[f.name] for f in dataclasses.fields(LoweringResult) if f.name in kept})
+    except TypeError:
+        return None
 
 
 def _lower_uncached(gm: torch.fx.GraphModule, name: str) -> LoweringResult:
