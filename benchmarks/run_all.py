@@ -29,9 +29,10 @@ BENCHMARKS: dict[str, list[str]] = {
     "zoo_coverage": ["--top", "50"],
     "shapes_cost": ["--top", "4"],
 }
-# Scripts that read a sweep's records instead of measuring (run them on a sweep's output):
-# ``make bench`` has nothing to give them.
-RECORD_TOOLS = frozenset({"compare_records", "check_order", "floor", "numerics_verdicts", "reference_gradients"})
+# Scripts that read a sweep's records or logs instead of measuring (run them on a sweep's
+# output): ``make bench`` has nothing to give them.
+RECORD_TOOLS = frozenset({"compare_records", "check_order", "floor", "lowering_repeats", "numerics_verdicts",
+                          "reference_gradients"})
 
 
 def main(names: list[str]) -> int:
