@@ -120,7 +120,9 @@ class ExecutionSettings:
     num_cpus: float = 1.0
     num_gpus: float = 0.0
     retries: int = 2
-    worker_max_models: int = 50
+    # A worker's warm imports and lowering cache are worth keeping; growth past 3 GB
+    # (executors/slot.py) recycles a worker that leaks long before this count does.
+    worker_max_models: int = 200
     max_in_flight: int | None = None
     memory_limit_mb: int | None = None
 

@@ -33,6 +33,28 @@ def test_compare_is_relative_to_the_largest_reference_magnitude():
     assert not compare(torch.tensor([-1e9, 2.0]), masked, Tolerance(1e-3, 1e-3)).within
 
 
+@pytest.mark.parametrize(("got", "ref", "expected"), [
+    ([1.0, 2.0], [1.0, 2.0], (0.0, 0.0, True)),  # bit-equal
+    ([1.0, 2.001], [1.0, 2.0], (0.001, 0.0005, True)),  # finite everywhere
+    ([1.0, 2.1], [1.0, 2.0], (0.1, 0.05, False)),
+    ([0.0, 0.0], [0.0, 0.0], (0.0, 0.0, True)),
+    ([1e-4, 0.0], [0.0, 0.0], (1e-4, float("inf"), True)),  # zero reference: atol decides
+    ([float("nan"), 2.0], [float("nan"), 2.0], (0.0, 0.0, True)),  # NaN on both sides
+    ([float("-inf"), 2.5], [float("-inf"), 2.0], (0.5, 0.25, False)),  # masked logits, finite rest
+    ([float("inf"), 2.0], [float("-inf"), 2.0], (float("inf"), float("inf"), False)),
+    ([float("nan"), 2.0], [1.0, 2.0], (float("nan"), float("nan"), False)),
+])
+def test_compare_gives_the_element_by_element_answer_on_every_kind_of_result(got, ref, expected):
+    diff = compare(torch.tensor(got), torch.tensor(ref), Tolerance(1e-3, 1e-3))
+    max_abs, max_rel, within = expected
+    assert diff.within is within
+    for value, want in ((diff.max_abs, max_abs), (diff.max_rel, max_rel)):
+        if np.isnan(want):
+            assert np.isnan(value)
+        else:
+            assert value == pytest.approx(want, rel=1e-3)
+
+
 def test_gradients_are_judged_per_tensor_and_name_the_worst():
     ref = {"big": torch.ones(4), "small": torch.full((4,), 1e-3), "vanishing": torch.zeros(2)}
     noise = {"big": ref["big"], "small": ref["small"], "vanishing": torch.full((2,), 1e-5)}
