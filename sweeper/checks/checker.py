@@ -21,6 +21,7 @@ from sweeper.checks.repro import repro_command
 from sweeper.checks.versions import library_versions, versions
 from sweeper.devices.base import Device, Recording
 from sweeper.devices.spec import DeviceSpec
+from sweeper.libraries import dynamo_settings
 from sweeper.libraries.built import Built
 from sweeper.libraries.registry import library_name_of
 from sweeper.records import (
@@ -165,6 +166,7 @@ def _check(
     try:
         if failed is not None or device is None:
             raise failed or RuntimeError("no device")
+        dynamo_settings.restore()  # not what an earlier model's library import set
         # The versions that decide this model's verdict: torch, the device's profile and
         # tools, and the packages its library builds it with (timm, diffusers, ...).
         record.versions = {**versions(device), **_present(library_versions(record.library_name))}

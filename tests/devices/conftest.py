@@ -26,7 +26,6 @@ def _default_profile_and_fresh_dynamo(request: pytest.FixtureRequest) -> Iterato
         yield
         return
     from sweeper.devices import trnsim
-
     from sweeper.devices.trnsim import lowercache
 
     trnsim.apply_profile(trnsim.load_profile(None))

@@ -26,6 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sweeper.libraries import dynamo_settings
+
 # transformers' backend names for gptqmodel's portable torch kernels.
 TORCH_BACKEND = {"gptq": "torch", "awq": "torch_awq"}
 GROUP_SIZES = (128, 64, 32, 16)
@@ -57,21 +59,31 @@ def import_gptqmodel() -> None:
 
     gptqmodel imports bitsandbytes (imported here with the ``kernels`` package hidden, so no
     kernel is fetched from the Hub) and sets allocator and device-order variables for the
-    whole process on import; a sweep's worker keeps its own.
+    whole process on import; a sweep's worker keeps its own. The import also raises Dynamo's
+    recompile limit: every GPTQ or AWQ model runs under it, as a user's does once gptqmodel is
+    imported, and every other model's check starts without it (``dynamo_settings``).
     """
     import sys
 
-    if "gptqmodel" in sys.modules:
-        return
-    from sweeper.libraries.quantization import import_without_hub_kernels
+    if "gptqmodel" not in sys.modules:
+        from sweeper.libraries.quantization import import_without_hub_kernels
 
-    import_without_hub_kernels()
-    saved = dict(os.environ)
-    try:
-        import gptqmodel  # noqa: F401
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        import_without_hub_kernels()
+        saved = dict(os.environ)
+        try:
+            _GPTQMODEL_DYNAMO.update(dynamo_settings.changes_by(_import_gptqmodel))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    dynamo_settings.apply(_GPTQMODEL_DYNAMO)
+
+
+# The Dynamo settings gptqmodel's import changed in this process.
+_GPTQMODEL_DYNAMO: dict[str, Any] = {}
+
+
+def _import_gptqmodel() -> None:
+    import gptqmodel  # noqa: F401
 
 
 def _group_size(model: Any, wanted: Any) -> int:
