@@ -119,6 +119,9 @@ def _with_lora(model: Any, cls: str) -> Any:
         raise MissingDependencyError(f"a LoRA on {cls} needs peft (not installed)", op="peft")
     from peft import LoraConfig
 
+    from sweeper.libraries.transformers.quantize_packed import before_lora
+
+    before_lora()
     # init_lora_weights=False: a zero-initialised B would make the adapter's output (and
     # the A gradients) zero, so the device would be compared on nothing of the adapter.
     model.add_adapter(LoraConfig(r=4, lora_alpha=4, target_modules=LORA_TARGETS, init_lora_weights=False))

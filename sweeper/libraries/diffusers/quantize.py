@@ -67,6 +67,9 @@ def _lora(model: Any, targets: list[str]) -> int:
     import bitsandbytes as bnb
     from peft import LoraConfig
 
+    from sweeper.libraries.transformers.quantize_packed import before_lora
+
+    before_lora()
     layers = sum(1 for m in model.modules() if isinstance(m, (bnb.nn.Linear4bit, bnb.nn.Linear8bitLt)))
     if not layers:
         raise QuantizationNotApplied("bitsandbytes quantized no layer of the tiny denoiser", op="bitsandbytes")

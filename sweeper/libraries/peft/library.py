@@ -46,6 +46,9 @@ class Peft(Library):
         from peft import LoraConfig, get_peft_model
 
         from sweeper.libraries.transformers.build import build
+        from sweeper.libraries.transformers.quantize_packed import before_lora
+
+        before_lora()
 
         config = dict(ref.config or {})
         if not ref.model_type and "base_model_name_or_path" not in config:

@@ -149,6 +149,9 @@ def _with_lora(model: Any, layers: list[str]) -> Any:
         return model
     from peft import LoraConfig, get_peft_model
 
+    from sweeper.libraries.transformers.quantize_packed import before_lora
+
+    before_lora()
     # Full names (a leaf name such as "0" or "proj" would also match containers).
     targets = "^(" + "|".join(re.escape(name) for name in layers) + ")$"
     return get_peft_model(model, LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=targets,

@@ -82,6 +82,17 @@ def import_gptqmodel() -> None:
 _GPTQMODEL_DYNAMO: dict[str, Any] = {}
 
 
+def before_lora() -> None:
+    """Call before a LoRA adapter is made with peft. peft's LoRA dispatch imports gptqmodel
+    whenever it is installed (to recognise its layers), so a peft user's process runs under
+    what that import sets: every LoRA check gets those settings here, not only the first
+    one a worker meets (and every other model's check still starts without them)."""
+    import importlib.util
+
+    if importlib.util.find_spec("gptqmodel") is not None:
+        import_gptqmodel()
+
+
 def _import_gptqmodel() -> None:
     import gptqmodel  # noqa: F401
 
