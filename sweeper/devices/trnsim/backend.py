@@ -15,11 +15,13 @@ from typing import Any
 import torch
 import torch.utils.backend_registration as br
 
+import sweeper.devices.trnsim.fastpath as fastpath
 import sweeper.devices.trnsim.kernels as kernels
 import sweeper.devices.trnsim.nativeguard as nativeguard
 import sweeper.devices.trnsim.refcells as refcells
 import sweeper.devices.trnsim.special as special
 import sweeper.devices.trnsim.state as state
+import sweeper.devices.trnsim.storage as storage
 from sweeper.devices.trnsim.errors import LateRegistrationError
 from sweeper.devices.trnsim.profile import Profile
 
@@ -153,6 +155,9 @@ def _register_kernels() -> None:
     lib = _lib()
     specials = _special_kernels()
     names: set[str] = set()
+    native = fastpath.enabled()
+    if native:
+        storage.use_native()
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::") or name in specials:
             continue
@@ -161,7 +166,10 @@ def _register_kernels() -> None:
         op = _overload(name)
         if op is None:
             continue
-        lib.impl(op, kernels.make_kernel(op, name), "PrivateUse1")
+        # The C++ kernel takes the op's common case and hands the rest to the Python one.
+        spec = kernels.fast_spec(op, name) if native else None
+        key = "PrivateUse2" if spec is not None and fastpath.register(name, *spec) else "PrivateUse1"
+        lib.impl(op, kernels.make_kernel(op, name), key)
         names.add(name)
     for name, fn in specials.items():
         op = _overload(name)

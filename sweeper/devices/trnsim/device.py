@@ -114,6 +114,7 @@ class TrnsimDevice(Device):
             try:
                 yield seen
             finally:  # a stage that raised still reports what ran before it failed
+                state.flush_counts()
                 _copy(rec, seen)
 
     def synchronize(self) -> None:

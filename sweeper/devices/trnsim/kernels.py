@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+import sweeper.devices.trnsim.fastpath as fastpath
 import sweeper.devices.trnsim.rng as rng
 import sweeper.devices.trnsim.state as state
 import sweeper.devices.trnsim.storage as storage
@@ -48,7 +49,7 @@ _FEATURE_MARKERS = (("sparse", "sparse"), ("_nested", "nested"), ("to_mkldnn", "
 
 
 def apply_profile(profile: Profile, op_names: list[str]) -> None:
-    """Compile ``profile`` into the tables every kernel reads."""
+    """Compile ``profile`` into the tables every kernel reads, the C++ fast path's included."""
     POLICY.clear()
     for name in op_names:
         policy = profile.policy(name, "eager")
@@ -61,6 +62,34 @@ def apply_profile(profile: Profile, op_names: list[str]) -> None:
     for family, mode in (("matmul", math.matmul), ("conv", math.conv)):
         if MANTISSA_BITS[mode] < 23:
             ROUND_BITS[family] = MANTISSA_BITS[mode]
+    if fastpath.NAMES:
+        fastpath.set_dtypes(ALLOWED_DTYPES)
+        for name in fastpath.NAMES:
+            rounds = "matmul" in ROUND_BITS and name.split(".", 1)[0] in MATMUL_OPS
+            fastpath.set_python(name, name in POLICY or rounds)
+
+
+def fast_spec(op: torch._ops.OpOverload, name: str) -> tuple[int, int] | None:
+    """(kind, index of its ``dtype`` argument or -1) of the C++ kernel that can take ``op``'s
+    common case (``fastpath``), or None when only the Python kernel can: random ops (trnsim's
+    own generator), factories and layouts (device and layout arguments), sparse and nested
+    constructors (profile features), and ops writing any argument but ``self``."""
+    schema = op._schema
+    names = [a.name for a in schema.arguments]
+    if torch.Tag.nondeterministic_seeded in op.tags or _feature(name) is not None:
+        return None
+    if {"device", "layout", "pin_memory", "generator"} & set(names):
+        return None
+    dtype_arg = names.index("dtype") if "dtype" in names else -1
+    if torch.Tag.inplace_view in op.tags:
+        return fastpath.INPLACE_VIEW, dtype_arg
+    if any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
+        return fastpath.VIEW, dtype_arg
+    if _writes_self_only(schema):
+        return fastpath.INPLACE, dtype_arg
+    if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+        return None
+    return fastpath.FUNCTIONAL, dtype_arg
 
 
 def rounded(family: str, args: list[Any], operands: tuple[int, ...]) -> list[Any]:

@@ -23,14 +23,11 @@ the Python guard stays in use and ``guard_kind()`` says why.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-import torch
+import sweeper.devices.trnsim.cbuild as cbuild
 
 _SOURCE = r"""
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -91,33 +88,6 @@ def register_native_guard() -> bool:
     return bool(registered)
 
 
-def _torch_dir() -> Path:
-    return Path(torch.__file__).resolve().parent
-
-
 def _library() -> Path:
-    """The cached shared library, compiled first when missing (written atomically, so
-    workers starting together never load a half-written file)."""
-    torch_dir = _torch_dir()
-    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    key = hashlib.sha256(f"{_SOURCE}{torch.__version__}{torch_dir}{abi}".encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("TRNSIM_GUARD_CACHE") or Path.home() / ".cache" / "sweeper" / "trnsim-guard")
-    target = cache / f"trnsim_guard_{key}.so"
-    if target.exists():
-        return target
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not compiler:
-        raise RuntimeError("no C++ compiler (c++ or g++) on PATH")
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        src, out = Path(tmp) / "guard.cpp", Path(tmp) / "guard.so"
-        src.write_text(_SOURCE)
-        lib_dir = torch_dir / "lib"
-        cmd = [compiler, "-O1", "-shared", "-fPIC", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
-               f"-I{torch_dir / 'include'}", str(src), "-o", str(out), f"-L{lib_dir}", "-Wl,--no-as-needed",
-               "-lc10", f"-Wl,-rpath,{lib_dir}"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            raise RuntimeError(f"compiling the guard failed: {done.stderr.strip()[-300:]}")
-        os.replace(out, target)
-    return target
+    """The cached shared library (compiled first when missing)."""
+    return cbuild.compiled("trnsim_guard", _SOURCE, ("c10",))

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import sweeper.devices.trnsim.fastpath as fastpath
 from sweeper.devices.trnsim.errors import TrnsimError, UnsupportedOpError
 from sweeper.devices.trnsim.profile import Profile, load_profile
 from sweeper.records import Reason
@@ -94,15 +95,28 @@ def note_compile_problem(message: str) -> None:
         rec.compile_problems.append(message)
 
 
+def flush_counts() -> None:
+    """Add the ops the C++ fast path counted since the last flush to every open recording
+    (it counts while any is open; a recording's ``ops`` is whole after a flush)."""
+    counts = fastpath.take_counts()
+    if counts:
+        for rec in STATE.recordings:
+            rec.ops.update(counts)
+
+
 @contextlib.contextmanager
 def recording() -> Iterator[OpRecording]:
     """Record ops, host fallbacks and refusals inside the block (nests)."""
     rec = OpRecording()
+    flush_counts()  # what ran before belongs to the recordings already open
     STATE.recordings.append(rec)
+    fastpath.set_counting(True)
     try:
         yield rec
     finally:
+        flush_counts()
         STATE.recordings.remove(rec)
+        fastpath.set_counting(bool(STATE.recordings))
 
 
 @contextlib.contextmanager

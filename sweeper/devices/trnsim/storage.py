@@ -5,6 +5,10 @@ A side table, keyed by data pointer, keeps the owner alive until the trnsim stor
 (a weakref callback; PyTorch preserves a storage's Python object while C++ holds it, so
 the callback fires only when the last tensor using it is gone). ``cpu_view`` and ``wrap``
 move between the two worlds without copying.
+
+With the C++ fast path (``fastpath``) the table lives in C++, where its kernels reach it:
+``use_native()`` points this module's functions there. This Python table is what trnsim
+uses without a C++ compiler.
 """
 
 from __future__ import annotations
@@ -163,3 +167,27 @@ def reset_peak_memory_stats() -> None:
 def live_allocations() -> int:
     """Number of live trnsim storages (for leak checks)."""
     return len(_TABLE)
+
+
+def use_native() -> None:
+    """Keep storages in the C++ table of ``fastpath`` (call before any trnsim tensor exists)."""
+    import sweeper.devices.trnsim.fastpath as fastpath
+
+    def native_trn_storage_for(owner: torch.UntypedStorage) -> Any:
+        return fastpath.wrap(torch.empty(0, dtype=torch.uint8).set_(owner)).untyped_storage()
+
+    def native_owner_of(trn: Any) -> torch.UntypedStorage:
+        over = _set_boxed(_CPU_KEYS, _new_tensor(_EMPTY, torch.uint8), trn, 0, [trn.nbytes()], [1])
+        return fastpath.host(over).untyped_storage()
+
+    table = globals()
+    table.update(
+        wrap=fastpath.wrap,
+        cpu_view=fastpath.host,
+        trn_storage_for=native_trn_storage_for,
+        owner_of=native_owner_of,
+        memory_allocated=lambda: fastpath.memory("allocated"),
+        max_memory_allocated=lambda: fastpath.memory("peak"),
+        reset_peak_memory_stats=fastpath.reset_peak,
+        live_allocations=lambda: fastpath.memory("live"),
+    )
