@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from sweeper.checks import numerics
 from sweeper.checks.numerics import Tolerance, compare, compare_grads, cpu_twin, format_error, seeded, tolerance_for
 from sweeper.libraries.transformers.inputs import cast_floating
 
@@ -64,6 +65,38 @@ def test_gradients_are_judged_per_tensor_and_name_the_worst():
     assert not diff.within and diff.where == "small"
     assert diff.max_rel == pytest.approx(1e-3, rel=1e-3)  # relative to the largest gradient
     assert compare_grads({"other": torch.ones(1)}, ref, Tolerance(1e-3, 1e-3)) is None
+
+
+def _tensor_by_tensor(got, ref, tol):
+    """compare_grads' answer spelled out with ``compare``, one tensor at a time."""
+    names = [n for n in ref if n in got and got[n].shape == ref[n].shape]
+    scale = max(float(ref[n].float().abs().max()) if ref[n].numel() else 0.0 for n in names)
+    diffs = {n: compare(got[n], ref[n], Tolerance(tol.atol * scale, tol.rtol)) for n in names}
+    order = lambda v: float("inf") if np.isnan(v) else v  # noqa: E731
+    worst = max(names, key=lambda n: (not diffs[n].within, order(diffs[n].max_abs)))
+    return max(order(d.max_abs) for d in diffs.values()), all(d.within for d in diffs.values()), worst
+
+
+@pytest.mark.parametrize("batch", [1 << 24, 7])  # one batch; many, with tensors split across none
+def test_gradients_get_the_figures_a_tensor_by_tensor_comparison_gives(monkeypatch, batch):
+    monkeypatch.setattr(numerics, "_BATCH_ELEMENTS", batch)
+    gen = torch.Generator().manual_seed(0)
+    ref = {f"p{i}": torch.randn(int(torch.randint(0, 12, (1,), generator=gen)), generator=gen) for i in range(40)}
+    ref["wide"] = torch.randn(3, 5, generator=gen, dtype=torch.float64)
+    ref["half"] = torch.randn(9, generator=gen).bfloat16()
+    got = {n: t + 1e-4 * torch.randn(t.shape, generator=gen, dtype=t.dtype) for n, t in ref.items()}
+    got["p3"] = ref["p3"] * 1.5  # past the tolerance
+    ref["p5"] = torch.tensor([float("-inf"), 1.0, float("nan")])
+    got["p5"] = torch.tensor([float("-inf"), 1.0, float("nan")])  # non-finite on both sides: matches
+    ref["p6"], got["p6"] = torch.tensor([float("inf"), 2.0]), torch.tensor([float("-inf"), 2.0])
+    got["mismatched"], ref["mismatched"] = torch.ones(2), torch.ones(3)
+    tol = Tolerance(1e-3, 1e-3)
+    for case in (got, {**got, "p3": ref["p3"]}, {**got, "p6": ref["p6"], "p3": ref["p3"]}):
+        diff = compare_grads(case, ref, tol)
+        max_abs, within, worst = _tensor_by_tensor(case, ref, tol)
+        assert (diff.max_abs, diff.within, diff.where) == (max_abs, within, worst)
+    nan_got = {**got, "p7": torch.full_like(ref["p7"], float("nan"))}
+    assert compare_grads(nan_got, ref, tol).where == "p7" and np.isinf(compare_grads(nan_got, ref, tol).max_abs)
 
 
 def test_format_error_passes_a_device_no_further_from_float32_than_the_cpu():
