@@ -104,39 +104,46 @@ def _per_tensor_maxima(got: list[torch.Tensor], ref: list[torch.Tensor]) -> tupl
     difference as ``compare`` counts it (equal values and NaN against NaN count as 0);
     0 for empty tensors.
 
-    A model has hundreds of parameters: the pairs are flattened into batches and reduced
-    with one fused op per batch rather than a dozen small ops per tensor."""
+    A model has hundreds of parameters: each batch of them is reduced with a few fused
+    (``_foreach``) ops rather than a dozen small ops per tensor; only a tensor whose
+    figures come out non-finite is looked at again, element by element."""
     count = len(ref)
     magnitude, own_scale, gap = [0.0] * count, [0.0] * count, [0.0] * count
-    batch: list[int] = []
-    size = 0
-    for i in [i for i in range(count) if ref[i].numel()] + [None]:  # None: flush the last batch
-        if i is not None and (not batch or size + ref[i].numel() <= _BATCH_ELEMENTS):
-            batch.append(i)
-            size += ref[i].numel()
-            continue
-        if batch:
-            lengths = [ref[j].numel() for j in batch]
-            g = torch.cat([got[j].detach().to("cpu", torch.float32).reshape(-1) for j in batch])
-            r = torch.cat([ref[j].detach().to("cpu", torch.float32).reshape(-1) for j in batch])
-            diff = (g - r).abs()
-            # Equal finite values already differ by 0; only infinities and NaN need the rule
-            # (and are rare: the mask is made only where the difference has NaN).
-            if bool(diff.isnan().any()):
-                diff[(g == r) | (g.isnan() & r.isnan())] = 0.0
-            absolute = r.abs()
-            finite = absolute.nan_to_num(nan=0.0, posinf=0.0)
-            for out, values in ((magnitude, absolute), (own_scale, finite), (gap, diff)):
-                for j, value in zip(batch, _segment_max(values, lengths)):
-                    out[j] = value
-        if i is not None:
-            batch, size = [i], ref[i].numel()
+    filled = [i for i in range(count) if ref[i].numel()]
+    for batch in _batches(filled, [ref[i].numel() for i in filled]):
+        g = [got[i].detach().to("cpu", torch.float32) for i in batch]
+        r = [ref[i].detach().to("cpu", torch.float32) for i in batch]
+        diff = torch._foreach_sub(g, r)
+        torch._foreach_abs_(diff)
+        for k, i, largest, off in zip(range(len(batch)), batch, _maxima(r), _maxima(diff)):
+            magnitude[i], own_scale[i], gap[i] = largest, largest, off
+            if not math.isfinite(largest):  # infinities or NaN in the reference: its finite part
+                finite = r[k][r[k].isfinite()]
+                own_scale[i] = float(finite.abs().max()) if finite.numel() else 0.0
+            if math.isnan(off):  # NaN on both sides, or the same infinity, is a match
+                d = diff[k]
+                d[(g[k] == r[k]) | (g[k].isnan() & r[k].isnan())] = 0.0
+                gap[i] = float(d.max())
     return magnitude, own_scale, gap
 
 
-def _segment_max(values: torch.Tensor, lengths: list[int]) -> list[float]:
-    """The largest of each consecutive segment of ``values`` (non-negative; NaN propagates)."""
-    return torch.stack(torch._foreach_norm(list(torch.split(values, lengths)), math.inf)).tolist()
+def _batches(indices: list[int], sizes: list[int]) -> list[list[int]]:
+    """``indices`` in consecutive runs of at most ``_BATCH_ELEMENTS`` elements (a larger
+    tensor alone)."""
+    out: list[list[int]] = []
+    total = 0
+    for index, size in zip(indices, sizes):
+        if not out or total + size > _BATCH_ELEMENTS:
+            out.append([])
+            total = 0
+        out[-1].append(index)
+        total += size
+    return out
+
+
+def _maxima(tensors: list[torch.Tensor]) -> list[float]:
+    """The largest magnitude of each (non-empty) tensor; NaN propagates."""
+    return torch.stack(torch._foreach_norm(tensors, math.inf)).tolist() if tensors else []
 
 
 def _order(value: float) -> float:
