@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "scale": ["--rows", "20000", "--device", "cpu", "--stages", "load,forward"],
     "zoo_coverage": ["--top", "50"],
     "shapes_cost": ["--top", "4"],
+    "gradient_compare": ["--repeats", "5"],
 }
 # Scripts that read a sweep's records or logs instead of measuring (run them on a sweep's
 # output): ``make bench`` has nothing to give them.
