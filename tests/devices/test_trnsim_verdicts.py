@@ -227,3 +227,39 @@ def test_new_shapes_recompile_statically(trnsim):
     assert fn(torch.ones(4, device="trnsim")).item() == 8
     assert fn(torch.ones(6, device="trnsim")).item() == 12
     assert [kind for kind, _ in compiler.LOWERED] == ["inference", "inference"]
+
+
+class _Position(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.arange(x.shape[-1], dtype=torch.float64, device=x.device).float()
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([_Position()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers[0](x)
+
+
+def test_a_dtype_verdict_names_the_module_by_its_attribute_path(trnsim):
+    model = torch.nn.Sequential()
+    model.add_module("encoder", _Encoder())
+    with pytest.raises(Exception) as info:
+        run_compiled(model.to("trnsim"), torch.randn(2, 4, device="trnsim"))
+    cause = root_cause(info.value)
+    assert isinstance(cause, trnsim.UnsupportedDtypeError)
+    assert "(in module encoder.layers.0: _Position)" in str(cause)
+
+
+@pytest.mark.parametrize("source", [
+    "L['self'].model.encoder.layers.0.attn",
+    "L['self'].__dict__['_modules']['model'].__dict__['_modules']['encoder'].layers[0].attn",
+    "L['self']._modules['model']._modules['encoder'].__dict__['_modules']['layers'].0.attn",
+])
+def test_every_spelling_dynamo_gives_a_module_reads_as_its_attribute_path(source):
+    from sweeper.devices.trnsim.graphcheck import dotted_module_path
+
+    assert dotted_module_path(source) == "model.encoder.layers.0.attn"
+    assert dotted_module_path("L['self']") == "the model"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -148,8 +149,25 @@ def module_of(node: torch.fx.Node) -> str:
         return ""
     path, cls = list(stack.values())[-1]
     qualname = getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
-    where = str(path).removeprefix("L['self']").lstrip(".") or "the model"
-    return f" (in module {where}: {qualname})"
+    return f" (in module {dotted_module_path(str(path))}: {qualname})"
+
+
+# A step into a submodule as Dynamo may spell it when it traces ``Module.__getattr__``
+# itself (``.__dict__['_modules']['encoder']``, ``._modules['encoder']``) or indexes a
+# container (``[0]``): each reads as the attribute path a user writes.
+_MODULE_STEP = re.compile(r"""\.(?:__dict__\[['"]_modules['"]\]|_modules)\[['"]([^'"]+)['"]\]""")
+_INDEX_STEP = re.compile(r"\[(\d+)\]")
+# The compiled frame's local the path starts from (``L['self']`` for a model's forward).
+_ROOT = re.compile(r"""^L\[['"][^'"]+['"]\]""")
+
+
+def dotted_module_path(source: str) -> str:
+    """A submodule's path as ``model.encoder.layers.0.attn`` from the source name Dynamo
+    records in ``nn_module_stack`` (``L['self'].model.encoder``, or after some models in a
+    process ``L['self'].__dict__['_modules']['model']...``); ``the model`` for the root."""
+    path = _ROOT.sub("", source)
+    path = _INDEX_STEP.sub(r".\1", _MODULE_STEP.sub(r".\1", path))
+    return path.lstrip(".") or "the model"
 
 
 def _refuse(exc: Any) -> None:
