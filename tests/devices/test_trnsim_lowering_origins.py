@@ -67,7 +67,7 @@ def test_an_op_that_fails_only_in_one_variant_is_named_and_reproduced_alone(lowe
     cause, reason = _verdict(model, torch.randn(2, 4, 4, 4, device="trnsim"))
     assert (reason.kind, reason.op, reason.origin) == (ReasonKind.LOWERING_TOOL_ERROR, "aten::convolution_backward",
                                                        Origin.LOWERING_TOOL)
-    script = tmp_path / "repros" / "convolution_backward.py"
+    [script] = (tmp_path / "repros").glob("convolution_backward-*.py")
     assert cause.repro == str(script)
     assert "True" in script.read_text().split("args =")[1].splitlines()[0]  # the transposed variant
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -180,7 +180,7 @@ def test_a_library_custom_op_is_judged_as_an_aten_op_in_every_dtype(lowering, tm
     cause, reason = _verdict(model, torch.randn(2, 8, device="trnsim", dtype=dtype))
     assert (reason.kind, reason.op, reason.origin) == (ReasonKind.LOWERING_TOOL_ERROR, "sweeperlib::scaled_tanh",
                                                        Origin.LOWERING_TOOL)
-    script = tmp_path / "repros" / "sweeperlib.scaled_tanh.py"
+    [script] = (tmp_path / "repros").glob("sweeperlib.scaled_tanh-*.py")
     assert cause.repro == str(script)
     assert "import custom_op_library  # registers sweeperlib::scaled_tanh" in script.read_text()
     here = str(Path(__file__).parent)
@@ -208,3 +208,31 @@ def test_a_large_graphs_mlir_is_written_with_its_long_constants_elided(tmp_path)
     assert "dense_resource<__elided__>" in written and "600000 bytes elided" in written
     write_mlir(path, "%0 = torch.vtensor.literal(dense<[1.0, 2.0]> : tensor<2xf32>)")  # small: as it is
     assert path.read_text() == "%0 = torch.vtensor.literal(dense<[1.0, 2.0]> : tensor<2xf32>)"
+
+
+def _transposed_backward(size: int) -> torch.fx.GraphModule:
+    """A prepared graph whose transposed ``convolution_backward`` fails to lower alone."""
+    from sweeper.devices.trnsim import lowering
+
+    def step(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(torch.nn.functional.conv_transpose2d(x, w, stride=2).sum(), (x, w))
+
+    x = torch.randn(2, 4, size, size, requires_grad=True)
+    return lowering.prepare(make_fx(step)(x, torch.randn(4, 4, 2, 2, requires_grad=True)))
+
+
+def test_a_reproducer_has_the_same_name_whichever_model_met_its_op_first(tmp_path):
+    """Two workers meet an op's variants in either order: each script's name follows from
+    the script, so records and reports name the same file night after night."""
+    from sweeper.devices.trnsim.reproducer import write_reproducer
+
+    graphs = {4: _transposed_backward(4), 6: _transposed_backward(6)}
+    names: dict[str, dict[int, str]] = {}
+    for order in ((4, 6), (6, 4)):
+        folder = tmp_path / "-".join(map(str, order))
+        names[folder.name] = {size: write_reproducer(graphs[size], "aten::convolution_backward", folder,
+                                                     where="backward graph").name for size in order}
+    assert names["4-6"] == names["6-4"]
+    assert len(set(names["4-6"].values())) == 2
+    for name in names["4-6"].values():
+        assert name.startswith("convolution_backward-") and f"Run: python {name}" in (tmp_path / "4-6" / name).read_text()

@@ -1,10 +1,11 @@
 """Minimal reproducers of lowering-tool failures, as material for upstream bug reports.
 
 For an op Torch-MLIR fails to lower, ``write_reproducer`` takes the first node of that op
-in the (prepared) graph and writes ``<dir>/<op>.py``: a standalone script that rebuilds the
+in the (prepared) graph and writes ``<dir>/<op>-<hash>.py`` (named by its content, so every
+sweep names it alike, whichever model met it first): a standalone script that rebuilds the
 node alone as a tiny FX graph (same argument shapes, dtypes and constants) and imports it
 to StableHLO with Torch-MLIR, exiting 1 with the diagnostic when the failure reproduces.
-Beside it, ``<op>.mlir`` holds the node's torch-dialect MLIR (the input of the failing
+Beside it, ``<op>-<hash>.mlir`` holds the node's torch-dialect MLIR (the input of the failing
 pipeline), when Torch-MLIR can import it at all.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -187,13 +189,13 @@ def _check(source: str) -> tuple[bool, str, str]:
 
 def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *, where: str,
                      diagnostic: str = "", exact: bool = False) -> Path | None:
-    """Write ``<directory>/<op>.py`` (and ``.mlir``) for a node of ``op`` in ``gm`` that fails
+    """Write ``<directory>/<op>-<hash>.py`` (and ``.mlir``) for a node of ``op`` in ``gm`` that fails
     alone (one node per variant of the op is tried: a transposed convolution may fail where
     the plain one lowers), the first whose failure has the signature of ``diagnostic`` (the
     graph's) when one has, else the first that fails; the script's path, or None when no node
     of ``op`` can be written down or every variant lowers alone (the failure needs its
     context, which a one-node script cannot show); with ``exact``, None too when no variant
-    fails with ``diagnostic``'s signature. Beside the script, ``<op>.json`` keeps the
+    fails with ``diagnostic``'s signature. Beside the script, ``<op>-<hash>.json`` keeps the
     diagnostic it failed with when it was written."""
     stem = op.split("::", 1)[1] if op.startswith("aten::") else op.replace("::", ".")
     wanted = signature(diagnostic)
@@ -217,11 +219,13 @@ def write_reproducer(gm: torch.fx.GraphModule, op: str, directory: str | Path, *
     source, mlir, said = (matching or found)[0]
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{stem}.py"
-    if path.exists() and path.read_text() != source:  # another variant of the op, met before
-        path = folder / f"{stem}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
-        source = source.replace(f"Run: python {stem}.py", f"Run: python {path.name}")
-    path.write_text(source)
+    # Named by its content: the same script has the same name in every sweep, whichever
+    # model or worker met the op first, so records and reports name it alike night to night.
+    path = folder / f"{stem}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.py"
+    source = source.replace(f"Run: python {stem}.py", f"Run: python {path.name}")
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(source)
+    os.replace(partial, path)  # two workers meeting one op write one whole file
     write_outcome(path, said)
     if mlir:
         write_mlir(path.with_suffix(".mlir"), mlir)
