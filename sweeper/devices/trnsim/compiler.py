@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -42,6 +43,7 @@ import sweeper.devices.trnsim.lowering as lowering
 import sweeper.devices.trnsim.phases as phases
 import sweeper.devices.trnsim.state as state
 import sweeper.devices.trnsim.tracefail as tracefail
+from sweeper.devices.base import REPROS
 from sweeper.devices.trnsim.decomps import compiler_decompositions
 from sweeper.devices.trnsim.errors import (
     DynamicShapeError,
@@ -186,11 +188,19 @@ def _verdict(gm: torch.fx.GraphModule, kind: str, profile: Profile, result: lowe
     if op is not None and profile.policy(op, "compile") != "native":
         return LoweringError(f"{kind} graph: {op} failed to legalize to StableHLO: {result.summary}", op=op)
     repro = _reproducer(gm, op, kind, result.summary, result.message)
-    where = f"\nreproducer: {repro}" if repro else ""
+    where = f"\nreproducer: {_as_named(repro)}" if repro else ""
     what = (f"Torch-MLIR failed to lower {op}, which the profile marks native" if op else
             "Torch-MLIR failed on the graph without naming an op, and no op of it fails alone")
     return LoweringToolError(f"{kind} graph: {what} (a lowering-tool finding, not a chip gap): {result.summary}{where}\n"
                              f"full diagnostic:\n{result.message}", op=op, repro=repro)
+
+
+def _as_named(repro: str) -> str:
+    """The reproducer as a message names it: ``repros/<file>`` in a sweep folder, the same
+    text however the sweep's ``--out`` was spelled (relative, absolute, another machine's);
+    outside a sweep (``TRNSIM_REPRO_DIR``) its path."""
+    path = Path(repro)
+    return f"{REPROS}/{path.name}" if path.parent.name == REPROS else repro
 
 
 # How ``lowering`` reports a lowering stopped at its time or memory limit.
