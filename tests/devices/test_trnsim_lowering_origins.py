@@ -238,3 +238,30 @@ def test_a_reproducer_has_the_same_name_whichever_model_met_its_op_first(tmp_pat
     assert len(set(names["4-6"].values())) == 2
     for name in names["4-6"].values():
         assert name.startswith("convolution_backward-") and f"Run: python {name}" in (tmp_path / "4-6" / name).read_text()
+
+
+def test_a_bitsandbytes_reproducer_runs_without_fetching_the_hubs_kernels(tmp_path):
+    """Importing bitsandbytes would fetch a kernel from the Hub (``kernels`` installed, a CPU
+    with AVX512-BF16) and fail offline; the sweep hides that package, and so does the script."""
+    pytest.importorskip("bitsandbytes")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from sweeper.devices.trnsim.reproducer import script_for
+    from sweeper.libraries.quantization import import_without_hub_kernels
+
+    import_without_hub_kernels()
+    graph = torch.fx.Graph()
+    with FakeTensorMode():
+        fakes = [torch.empty(2, 16, 512), torch.empty(131072, 1, dtype=torch.uint8), torch.empty(4096)]
+    inputs = []
+    for i, fake in enumerate(fakes):
+        inputs.append(graph.placeholder(f"in{i}"))
+        inputs[-1].meta["val"] = fake
+    node = graph.call_function(torch.ops.bitsandbytes.gemm_4bit.default, (inputs[0], inputs[1], [512, 512], inputs[2], 64, "nf4"))
+    script = tmp_path / "gemm_4bit.py"
+    script.write_text(script_for(node, where="forward graph", filename=script.name))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    # The tool's diagnostic comes first, as check-repros reads it, and no kernel was asked of the Hub.
+    assert run.stderr.startswith("failed to legalize operation 'torch.operator'"), run.stderr
+    assert "kernels-community" not in run.stderr

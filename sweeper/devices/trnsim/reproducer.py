@@ -142,10 +142,29 @@ def script_for(node: torch.fx.Node, *, where: str, filename: str) -> str | None:
         return None
     target = f"torch.ops.{node.target.namespace}.{node.target._opname}.{node.target._overloadname}"
     module = registering_module(node.target)
-    imports = f"import {module}  # registers {op_name(node.target)}\n" if module else ""
+    imports = import_source(module, op_name(node.target)) if module else ""
     return _TEMPLATE.format(op=op_name(node.target), where=where, torch_version=torch.__version__,
                             tool_version=tool_version(), filename=filename, imports=imports,
                             target=target, inputs=_literal(specs, []), args=args, kwargs=kwargs)
+
+
+# Libraries whose import fetches a compiled kernel from the Hub and runs it when the
+# ``kernels`` package is installed (bitsandbytes on a CPU with AVX512-BF16). A sweep imports
+# them with the package hidden (``libraries.quantization.import_without_hub_kernels``), so a
+# reproducer does too: it runs no code from the Hub, needs no network, and meets the op as
+# the sweep did.
+HUB_KERNEL_IMPORTERS = frozenset({"bitsandbytes"})
+
+
+def import_source(module: str, op: str) -> str:
+    """The script's lines that import the library registering ``op``."""
+    line = f"import {module}  # registers {op}\n"
+    if module.split(".", 1)[0] not in HUB_KERNEL_IMPORTERS:
+        return line
+    return ("import logging\n"
+            'sys.modules["kernels"] = None  # hidden: importing it would fetch and run a kernel from the Hub\n'
+            f'logging.getLogger("{module}").setLevel(logging.ERROR)  # its warning that kernels is hidden would precede the diagnostic\n'
+            f'{line}del sys.modules["kernels"]\n')
 
 
 # Op namespaces torch itself registers: their ops exist in any script that imports torch.
