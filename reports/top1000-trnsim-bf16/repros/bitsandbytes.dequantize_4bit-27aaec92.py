@@ -1,8 +1,8 @@
-"""Torch-MLIR fails to lower bitsandbytes::gemm_4bit to StableHLO.
+"""Torch-MLIR fails to lower bitsandbytes::dequantize_4bit to StableHLO.
 
-Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
+Found by the sweeper's trnsim compile stage (backward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python bitsandbytes.gemm_4bit-195643bd.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python bitsandbytes.dequantize_4bit-27aaec92.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -10,11 +10,15 @@ import sys
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
-import bitsandbytes  # registers bitsandbytes::gemm_4bit
+import logging
+sys.modules["kernels"] = None  # hidden: importing it would fetch and run a kernel from the Hub
+logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # its warning that kernels is hidden would precede the diagnostic
+import bitsandbytes  # registers bitsandbytes::dequantize_4bit
+del sys.modules["kernels"]
 
-OP = torch.ops.bitsandbytes.gemm_4bit.default
+OP = torch.ops.bitsandbytes.dequantize_4bit.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 16, 512), torch.float32), ((131072, 1), torch.uint8), ((4096,), torch.float32)]
+INPUTS = [((704512, 1), torch.uint8), ((22016,), torch.float32)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -27,7 +31,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [512, 512], P[2], 64, 'nf4')
+    args = (P[0], P[1], 64, 'nf4', [512, 2752], torch.bfloat16)
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))

@@ -2,7 +2,7 @@
 
 Found by the sweeper's trnsim compile stage (forward graph); torch 2.13.0+cpu, Torch-MLIR 20261001.
 The op alone, with the argument shapes, dtypes and constants it had in the model's graph.
-Run: python bitsandbytes.gemm_4bit-4ecd6309.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
+Run: python bitsandbytes.gemm_4bit-1835dd9f.py  (exit 1 and the diagnostic when the failure reproduces, 0 when it lowers)
 """
 
 import operator
@@ -10,11 +10,15 @@ import sys
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+import logging
+sys.modules["kernels"] = None  # hidden: importing it would fetch and run a kernel from the Hub
+logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # its warning that kernels is hidden would precede the diagnostic
 import bitsandbytes  # registers bitsandbytes::gemm_4bit
+del sys.modules["kernels"]
 
 OP = torch.ops.bitsandbytes.gemm_4bit.default
 # Tensor arguments (shape, dtype), in order: P[0], P[1], ...
-INPUTS = [((2, 16, 512), torch.float32), ((131072, 1), torch.uint8), ((4096,), torch.float32), ((512,), torch.float32)]
+INPUTS = [((2, 16, 512), torch.float32), ((131072, 1), torch.uint8), ((4096,), torch.float32)]
 
 
 def build() -> torch.fx.GraphModule:
@@ -27,7 +31,7 @@ def build() -> torch.fx.GraphModule:
     for i, fake in enumerate(fakes):
         P.append(graph.placeholder(f"in{i}"))
         P[-1].meta["val"] = fake
-    args = (P[0], P[1], [512, 512], P[2], 64, 'nf4', P[3])
+    args = (P[0], P[1], [512, 512], P[2], 64, 'nf4')
     kwargs = {}
     node = graph.call_function(OP, args, kwargs)
     to_fake = dict(zip(P, fakes))
