@@ -26,6 +26,7 @@ class Stage(str, Enum):
     FORWARD = "forward"
     BACKWARD = "backward"
     COMPILE = "compile"
+    GENERATE = "generate"
     SHAPES = "shapes"
 
 
@@ -327,6 +328,12 @@ class ModelRecord:
     # The shapes stage's findings: graphs and recompiles per input shape, symbolic shapes,
     # the compiles a workload of varying lengths costs, padding to buckets (``checks.shapes``).
     shapes: dict[str, Any] = field(default_factory=dict)
+    # The generate stage's findings (``checks.generation``): the kind of model, the modes
+    # run (eager; compiled with a static cache), each mode's tokens against the CPU's
+    # (``tokens_equal``, a tie or the first divergence), its cache class and, compiled, the
+    # compiles per decoding step and recompiles per token. Empty for a model that does not
+    # generate.
+    generation: dict[str, Any] = field(default_factory=dict)
     # Compile seconds by stage ({"compile": {"dynamo", "aot_autograd", "backend", device
     # phases}}): Dynamo's and AOT autograd's share is the floor (``checks.compile_time``).
     compile_phases: dict[str, dict[str, float]] = field(default_factory=dict)

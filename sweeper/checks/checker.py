@@ -43,6 +43,7 @@ STAGE_FUNCS: dict[Stage, Callable[[stages.StageContext], None]] = {
     Stage.FORWARD: stages.forward,
     Stage.BACKWARD: stages.backward,
     Stage.COMPILE: stages.compile_stage,
+    Stage.GENERATE: stages.generate_stage,
     Stage.SHAPES: stages.shapes_stage,
 }
 # What each stage needs to have passed (load is implied by the selection).
@@ -52,10 +53,15 @@ NEEDS: dict[Stage, tuple[Stage, ...]] = {
     Stage.FORWARD: (Stage.LOAD, Stage.TO_DEVICE),
     Stage.BACKWARD: (Stage.LOAD, Stage.TO_DEVICE, Stage.FORWARD),
     Stage.COMPILE: (Stage.LOAD, Stage.TO_DEVICE),
+    # Generating is forward after forward: a forward that fails would fail it again.
+    Stage.GENERATE: (Stage.LOAD, Stage.TO_DEVICE, Stage.FORWARD),
     # Other shapes after one compiled: a graph the device refuses at the first shape would
     # only be refused again.
     Stage.SHAPES: (Stage.LOAD, Stage.TO_DEVICE, Stage.COMPILE),
 }
+# Stages no other stage needs: a failure there blocks nothing after it (the shapes stage
+# runs after generate, but on the compile stage's graphs).
+LEAVES = frozenset({Stage.GENERATE})
 # Stages with a time limit of their own (the setting that holds it): out of time, such a
 # stage is a timeout of that stage alone, and what the model earned before stands.
 OWN_LIMIT: dict[Stage, str] = {Stage.SHAPES: "shapes_timeout"}
@@ -250,6 +256,8 @@ def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, r
     for stage in selected:
         if ctx.built is not None and ctx.built.components:
             break
+        if stage is Stage.GENERATE and not stages.generates(ctx):
+            continue  # a model that does not generate has no generate stage (never a failure)
         if stop or not all(n in passed for n in NEEDS[stage]) or _compile_blocked(stage, record):
             record.stages[stage.value] = StageResult(Status.BLOCKED)
             continue
@@ -264,7 +272,7 @@ def _run_loop(selected: list[Stage], ctx: stages.StageContext, device: Device, r
         # or only a soft one) produced what later stages need.
         if completed or (result.reason is not None and kind_info(result.reason.kind).soft):
             passed.add(stage)
-        elif not ctx.cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE):
+        elif stage not in LEAVES and (not ctx.cfg.device.collect_all or stage in (Stage.LOAD, Stage.TO_DEVICE)):
             stop = True
 
 
@@ -405,6 +413,7 @@ def _finish(record: ModelRecord, ctx: stages.StageContext, device: Device) -> No
     record.graph_breaks = int(findings.get("graph_breaks", 0))
     record.graph_break_reasons = list(findings.get("graph_break_reasons", []))
     record.shapes = dict(findings.get("shapes") or {})
+    record.generation = dict(findings.get("generation") or {})
     for key in ("compile_backend", "params_with_grad", "retied_weights", "backward_mode"):
         if key in findings:
             record.notes[key] = findings[key]

@@ -25,7 +25,7 @@ from sweeper.devices.base import get_device
 from sweeper.records import HARNESS_ONLY, ModelRecord, Origin, Reason, ReasonKind, Stage, Status
 
 # Stages a control can rerun: load already ran on the CPU, and moving to the CPU is no test.
-CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE, Stage.SHAPES)
+CONTROLLED = (Stage.FORWARD, Stage.BACKWARD, Stage.COMPILE, Stage.GENERATE, Stage.SHAPES)
 # Failures nobody recognised (raised in model code, or by whatever sweeper called): the control
 # says whose they are, the device's when the CPU passes.
 UNPLACED = frozenset({ReasonKind.MODEL_ERROR, ReasonKind.UNKNOWN, ReasonKind.HARNESS})
@@ -64,11 +64,11 @@ def run_control(ctx: stages.StageContext, stage: Stage) -> dict[str, Any]:
     assert cpu.built is not None
     cpu.inputs = dict(cpu.built.inputs)
     funcs = {Stage.FORWARD: stages.forward, Stage.BACKWARD: stages.backward, Stage.COMPILE: stages.compile_stage,
-             Stage.SHAPES: stages.shapes_stage}
-    # Compile and shapes need no forward of their own; backward needs the forward's output.
-    ran = [stage] if stage in (Stage.COMPILE, Stage.SHAPES) else \
+             Stage.GENERATE: stages.generate_stage, Stage.SHAPES: stages.shapes_stage}
+    # Compile, generate and shapes need no forward of their own; backward needs the forward's output.
+    ran = [stage] if stage in (Stage.COMPILE, Stage.GENERATE, Stage.SHAPES) else \
         [Stage.FORWARD] + ([Stage.BACKWARD] if stage is Stage.BACKWARD else [])
-    if stage in (Stage.COMPILE, Stage.SHAPES):
+    if stage in (Stage.COMPILE, Stage.GENERATE, Stage.SHAPES):
         torch._dynamo.reset()  # nothing the device's compilation cached (graphs, guards) serves the control
     for step in ran:
         torch.manual_seed(SEED)
@@ -96,7 +96,7 @@ def verdict_of(record: ModelRecord, stage: str) -> dict[str, Any]:
 
 
 def _backend(stage: str) -> str | None:
-    return CONTROL_BACKEND if stage in (Stage.COMPILE.value, Stage.SHAPES.value) else None
+    return CONTROL_BACKEND if stage in (Stage.COMPILE.value, Stage.GENERATE.value, Stage.SHAPES.value) else None
 
 
 def leaked_device(control: dict[str, Any], device_name: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from sweeper.checks import backend_breaks, device_runs, randomness, selfnoise, shapes
+from sweeper.checks import backend_breaks, device_runs, generation, randomness, selfnoise, shapes
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
@@ -84,6 +84,9 @@ class StageContext:
     shape_plan: shapes.ShapePlan | None = None
     # The compile stage's compiled model, whose graphs the shapes stage calls at new shapes.
     compiled: Any = None
+    # The generate stage's prompt and the CPU's tokens, made at load while the model is on
+    # the CPU (None: not made; a model that does not generate has no generate stage).
+    generation_plan: generation.GenerationPlan | None = None
     # When the model's check began (``time.perf_counter``): a stage's own time limit ends
     # within the model's --timeout.
     started: float = field(default_factory=time.perf_counter)
@@ -118,6 +121,9 @@ def load(ctx: StageContext) -> None:
         drawn = [d.describe() for d in run.draws + (ctx.backward_how or {}).get("draws", [])]
         if drawn:
             _numerics(ctx, "random_ops", _distinct(drawn))
+    if "generate" in wanted and generation.generator_of(ctx.built.model) is not None:
+        with pristine(ctx.built.model):
+            ctx.generation_plan = generation.plan_on_cpu(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.materialise.seed)
     if ctx.reference_of is None and "shapes" in wanted:
         with pristine(ctx.built.model):
             ctx.shape_plan = shapes.plan_on_cpu(ctx.built.model, ctx.built.inputs, config=ctx.built.config,
@@ -521,6 +527,23 @@ def compile_stage(ctx: StageContext) -> None:
         ctx.findings["graph_break_reasons"] = sorted({graph_break_cause(r) for r in breaks} | set(fallbacks))[:20]
         ctx.findings["compile_backend"] = backend
         ctx.findings["whole_graph"] = whole
+
+
+def generates(ctx: StageContext) -> bool:
+    """Whether the model built for ``ctx`` generates (and so has a generate stage)."""
+    return ctx.built is not None and not ctx.built.components and generation.generator_of(ctx.built.model) is not None
+
+
+def generate_stage(ctx: StageContext) -> None:
+    """The model generating as its users run it, eager and compiled with a static cache,
+    its tokens judged against the CPU's (``checks.generation``)."""
+    built = _built(ctx)
+    plan = ctx.generation_plan
+    if plan is None and ctx.device.torch_device == "cpu":  # a CPU control: the reference is this very device
+        plan = generation.plan_on_cpu(built.model, built.inputs, seed=ctx.cfg.materialise.seed)
+    if plan is None:
+        raise RuntimeError("the generate stage ran without the CPU's tokens to judge it by")
+    generation.run(ctx, plan)
 
 
 def shapes_stage(ctx: StageContext) -> None:

@@ -18,7 +18,8 @@ from sweeper.records import ModelRecord, Origin, Reason, ReasonKind, Stage, Stat
 # Failures of the worker as a whole, which only a rerun elsewhere can place.
 OVERRUNS = frozenset({ReasonKind.CRASH, ReasonKind.OOM, ReasonKind.TIMEOUT})
 # Stages that run on the device; load and host-side compile work are the harness's already.
-CONTROLLED = frozenset({Stage.FORWARD.value, Stage.BACKWARD.value, Stage.COMPILE.value, Stage.SHAPES.value})
+CONTROLLED = frozenset({Stage.FORWARD.value, Stage.BACKWARD.value, Stage.COMPILE.value, Stage.GENERATE.value,
+                        Stage.SHAPES.value})
 MAX_MESSAGE = 600
 
 

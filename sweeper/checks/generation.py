@@ -1,0 +1,237 @@
+"""The generate stage: a model that generates, run as its users run it.
+
+Greedy and seeded, a few new tokens, two ways:
+
+- *eager*: ``model.generate`` on the device with the model's default cache;
+- *compiled*: the transformers documentation's recipe, a static cache
+  (``generation_config.cache_implementation = "static"``) and the model's forward compiled
+  with the device's backend (``model.forward = torch.compile(model.forward, ...)``, one
+  graph where the model class says it compiles whole). The compiles are counted per
+  decoding step: a prefill graph and one decode graph is the recipe working; a decode that
+  compiles again at later steps recompiles per token, a finding of its own.
+
+Each run's tokens are judged against the CPU's eager tokens, made at load while the model
+is still on the CPU (``tokens.judge``: equal, a tie, or a numerics gap). Models whose cache
+the static recipe cannot take (they build their own in ``prepare_inputs_for_generation``)
+run the compiled forward with their own cache, and the record says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from sweeper.checks.numerics import seeded, tolerance_for
+from sweeper.checks.shape_inputs import moved
+from sweeper.checks.tokens import TokenVerdict, judge
+from sweeper.settings.errors import NumericsError
+
+NEW_TOKENS = 8
+# Inputs that belong to a training step, not to a prompt.
+NOT_PROMPT = frozenset({"labels", "decoder_input_ids", "decoder_attention_mask", "decoder_inputs_embeds",
+                        "use_cache", "cache", "return_dict", "output_attentions", "output_hidden_states", "past_key_values"})
+MODES = ("eager", "compiled")
+
+
+@dataclass
+class GenerationPlan:
+    """What the generate stage needs, made on the CPU: the prompt and the CPU's answer."""
+
+    kind: str  # decoder-only | encoder-decoder
+    prompt: dict[str, Any]  # CPU tensors for generate(**prompt)
+    options: dict[str, Any]  # generate's keyword options (greedy, token ids)
+    tokens: torch.Tensor  # the CPU's new tokens (batch x steps)
+    logits: list[torch.Tensor] = field(default_factory=list)  # the CPU's raw logits per step
+    seconds: float = 0.0
+
+
+def generator_of(model: Any) -> Any | None:
+    """The transformers model that generates inside ``model`` (itself, or the model a
+    loss wrapper holds), or None: a model that does not generate has no generate stage."""
+    for candidate in (model, getattr(model, "model", None)):
+        can = getattr(candidate, "can_generate", None)
+        if callable(can) and hasattr(candidate, "generate"):
+            with contextlib.suppress(Exception):
+                if can():
+                    return candidate
+    return None
+
+
+def plan_on_cpu(model: Any, inputs: dict[str, Any], *, seed: int) -> GenerationPlan | None:
+    """The CPU's greedy tokens for the built inputs' prompt (None: the model does not
+    generate). Raises what ``generate`` raises on the CPU."""
+    generator = generator_of(model)
+    if generator is None:
+        return None
+    prompt = {k: v for k, v in inputs.items() if k not in NOT_PROMPT}
+    config = generator.config
+    kind = "encoder-decoder" if getattr(config, "is_encoder_decoder", False) else "decoder-only"
+    options = _options(generator)
+    started = time.perf_counter()
+    with seeded(seed), torch.no_grad(), _generation_config(generator, cache=None):
+        out = generator.generate(**prompt, **options)
+    tokens = _new_tokens(out, prompt, kind)
+    return GenerationPlan(kind=kind, prompt=prompt, options=options, tokens=tokens,
+                          logits=[t.detach().clone() for t in (out.logits or ())],
+                          seconds=time.perf_counter() - started)
+
+
+def _options(generator: Any) -> dict[str, Any]:
+    """Greedy decoding of exactly ``NEW_TOKENS`` tokens, logits returned for judging; the
+    token ids a tiny config may lack filled in (pad, decoder start)."""
+    config = generator.config.get_text_config(decoder=True) if hasattr(generator.config, "get_text_config") else generator.config
+    gen = generator.generation_config
+    pad = gen.pad_token_id if gen.pad_token_id is not None else getattr(config, "pad_token_id", None)
+    eos = gen.eos_token_id if gen.eos_token_id is not None else getattr(config, "eos_token_id", None)
+    options: dict[str, Any] = {
+        "max_new_tokens": NEW_TOKENS, "min_new_tokens": NEW_TOKENS, "do_sample": False, "num_beams": 1,
+        "return_dict_in_generate": True, "output_logits": True,
+        "pad_token_id": pad if pad is not None else (eos if isinstance(eos, int) else 0),
+    }
+    if getattr(generator.config, "is_encoder_decoder", False) and gen.decoder_start_token_id is None:
+        start = getattr(generator.config, "decoder_start_token_id", None)
+        options["decoder_start_token_id"] = start if start is not None else options["pad_token_id"]
+    return options
+
+
+@contextlib.contextmanager
+def _generation_config(generator: Any, *, cache: str | None) -> Any:
+    """The model's generation config with ``cache_implementation`` set as asked and
+    transformers' own automatic compilation off (the stage compiles as the recipe says, so
+    it counts every compile itself); restored afterwards."""
+    kept = generator.generation_config
+    changed = copy.deepcopy(kept)
+    changed.cache_implementation = cache
+    changed.use_cache = True
+    with contextlib.suppress(AttributeError):
+        changed.disable_compile = True
+    generator.generation_config = changed
+    try:
+        yield changed
+    finally:
+        generator.generation_config = kept
+
+
+def _new_tokens(out: Any, prompt: dict[str, Any], kind: str) -> torch.Tensor:
+    """The tokens generate added: after the prompt for a decoder-only model, after the
+    decoder's start token for an encoder-decoder (whose output starts the decoder)."""
+    sequences = out.sequences
+    new = len(out.logits or ()) or NEW_TOKENS
+    if kind == "decoder-only" and "input_ids" in prompt:
+        return sequences[:, prompt["input_ids"].shape[-1]:]
+    return sequences[:, -new:]
+
+
+def run(ctx: Any, plan: GenerationPlan) -> dict[str, Any]:
+    """Both modes on ``ctx``'s device; the finding the record keeps. Raises the first
+    failure (the eager run's first: a compiled run of a model that cannot generate eagerly
+    would only fail again), or a ``NumericsError`` when a mode's tokens are not the CPU's."""
+    generator = generator_of(ctx.built.model)
+    assert generator is not None
+    tol = tolerance_for(ctx.cfg.device.dtype, atol=ctx.cfg.check.atol)
+    found: dict[str, Any] = {"kind": plan.kind, "class": type(generator).__name__, "new_tokens": NEW_TOKENS,
+                             "batch": int(plan.tokens.shape[0]), "modes": [], "cpu_seconds": round(plan.seconds, 3)}
+    ctx.findings["generation"] = found
+    prompt = {k: moved(v, ctx.device.torch_device) for k, v in plan.prompt.items()}
+    verdicts: dict[str, TokenVerdict] = {}
+    for mode in MODES:
+        started = time.perf_counter()
+        entry: dict[str, Any] = {}
+        found[mode] = entry
+        found["modes"].append(mode)
+        try:
+            out = (_eager if mode == "eager" else _compiled)(ctx, generator, prompt, plan, entry)
+        finally:
+            entry["seconds"] = round(time.perf_counter() - started, 3)
+        verdicts[mode] = judge(_new_tokens(out, plan.prompt, plan.kind), plan.tokens, plan.logits,
+                               list(out.logits or ()), tol)
+        entry.update(verdicts[mode].to_dict())
+        entry["cache"] = type(_cache_of(out)).__name__
+    found["tokens_equal"] = all(v.tokens_equal for v in verdicts.values())
+    found["ties"] = [m for m, v in verdicts.items() if v.verdict == "tie"]
+    wrong = next(((m, v) for m, v in verdicts.items() if not v.passed), None)
+    if wrong is not None:
+        raise NumericsError(_numerics_message(*wrong, tol))
+    return found
+
+
+def _eager(ctx: Any, generator: Any, prompt: dict[str, Any], plan: GenerationPlan, entry: dict[str, Any]) -> Any:
+    """``generate`` on the device with the model's default cache."""
+    with seeded(ctx.cfg.materialise.seed), torch.no_grad(), _generation_config(generator, cache=None):
+        out = generator.generate(**prompt, **plan.options)
+    ctx.device.synchronize()
+    return out
+
+
+def _compiled(ctx: Any, generator: Any, prompt: dict[str, Any], plan: GenerationPlan, entry: dict[str, Any]) -> Any:
+    """The documented recipe: a static cache and the forward compiled with the device's
+    backend, the compiles counted per call of the forward (one call per decoding step)."""
+    backend = ctx.cfg.device.compile_backend or ctx.device.compile_backend
+    static = bool(generator._supports_default_dynamic_cache())
+    whole = bool(getattr(generator, "_can_compile_fullgraph", False))
+    entry.update(backend=backend, fullgraph=whole, cache_implementation="static" if static else None)
+    if not static:
+        entry["why_not_static"] = (f"{type(generator).__name__} builds its own cache in prepare_inputs_for_generation "
+                                   "(transformers' _supports_default_dynamic_cache): compiled with that cache")
+    steps: list[int] = []
+    compiled = torch.compile(generator.forward, backend=backend, fullgraph=whole)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        before = _graphs()
+        try:
+            return compiled(*args, **kwargs)
+        finally:
+            steps.append(_graphs() - before)
+
+    generator.forward = counted
+    try:
+        with seeded(ctx.cfg.materialise.seed), torch.no_grad(), \
+                _generation_config(generator, cache="static" if static else None):
+            out = generator.generate(**prompt, **plan.options)
+        ctx.device.synchronize()
+    finally:
+        del generator.forward  # the class's forward again, for the stages after this one
+        entry.update(_compile_counts(steps))
+    return out
+
+
+def _cache_of(out: Any) -> Any:
+    """The cache generate decoded with (``cache``; ``past_key_values`` before transformers
+    named it so)."""
+    found = out.get("cache") if hasattr(out, "get") else None
+    return found if found is not None else getattr(out, "past_key_values", None)
+
+
+def _graphs() -> int:
+    """Graphs Dynamo has compiled in this process so far."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def _compile_counts(steps: list[int]) -> dict[str, Any]:
+    """Compiles per decoding step: the prefill's (step 0), the first decode step's, and
+    those of later steps, which are recompiles a static cache should have made needless."""
+    later = steps[2:]
+    decode_steps = max(len(steps) - 1, 1)
+    recompiles = sum(later)
+    return {"compiles_per_step": steps, "compiles": sum(steps), "recompiles": recompiles,
+            "recompiles_per_token": round(recompiles / decode_steps, 3),
+            "recompiles_every_step": bool(later) and all(n > 0 for n in later)}
+
+
+def _numerics_message(mode: str, verdict: TokenVerdict, tol: Any) -> str:
+    """Why a mode's tokens are a numerics verdict, with the step and the CPU's margin."""
+    d = verdict.divergence or {}
+    if verdict.verdict == "shape":
+        return (f"{mode} generate made {d.get('device_shape')} new tokens where the CPU made {d.get('cpu_shape')}")
+    if "cpu_top2_gap" not in d:
+        return f"{mode} generate's tokens differ from the CPU's at step {d.get('step')} ({d.get('why', '')})"
+    return (f"{mode} generate picked token {d['device_token']} at step {d['step']} (row {d['row']}) where the CPU "
+            f"picked {d['cpu_token']}, which the CPU's logits favour by {d['device_token_gap']:.3g} > "
+            f"max({tol.atol:g}, {tol.rtol:g} x max|logit|) = {d['bound']:.3g}: not a tie")
