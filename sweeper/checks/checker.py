@@ -306,7 +306,8 @@ def _run_one(
     if compiled:
         record.compile_phases[stage.value] = compiled
     _merge_recording(record, recording)
-    found = [dataclasses.replace(r, stage=r.stage or stage.value) for r in recording.blockers]
+    found = [dataclasses.replace(r, stage=r.stage or stage.value) for r in [*recording.blockers, *ctx.found_blockers]]
+    ctx.found_blockers.clear()
     if raised is not None:
         found = [r for r in found if r != raised] + [raised]
     seconds = time.perf_counter() - started

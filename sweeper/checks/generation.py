@@ -29,6 +29,7 @@ import torch
 from sweeper.checks.numerics import seeded, tolerance_for
 from sweeper.checks.shape_inputs import moved
 from sweeper.checks.tokens import TokenVerdict, judge
+from sweeper.records import Reason, ReasonKind
 from sweeper.settings.errors import NumericsError
 
 NEW_TOKENS = 8
@@ -146,6 +147,10 @@ def run(ctx: Any, plan: GenerationPlan) -> dict[str, Any]:
         found["modes"].append(mode)
         try:
             out = (_eager if mode == "eager" else _compiled)(ctx, generator, prompt, plan, entry)
+        except Exception:
+            # The tokens judged before this mode failed keep their verdict beside its failure.
+            ctx.found_blockers.extend(_numerics_reason(m, v, tol) for m, v in verdicts.items() if not v.passed)
+            raise
         finally:
             entry["seconds"] = round(time.perf_counter() - started, 3)
         verdicts[mode] = judge(_new_tokens(out, plan.prompt, plan.kind), plan.tokens, plan.logits,
@@ -223,6 +228,12 @@ def _compile_counts(steps: list[int]) -> dict[str, Any]:
     return {"compiles_per_step": steps, "compiles": sum(steps), "recompiles": recompiles,
             "recompiles_per_token": round(recompiles / decode_steps, 3),
             "recompiles_every_step": bool(later) and all(n > 0 for n in later)}
+
+
+def _numerics_reason(mode: str, verdict: TokenVerdict, tol: Any) -> Reason:
+    """A mode's numerics verdict as a blocker of the generate stage."""
+    return Reason(ReasonKind.NUMERICS, message=f"NumericsError: {_numerics_message(mode, verdict, tol)}",
+                  exc_type="NumericsError", stage="generate")
 
 
 def _numerics_message(mode: str, verdict: TokenVerdict, tol: Any) -> str:

@@ -68,7 +68,9 @@ class StageContext:
     # the tolerance needs them ("float64_forward", "declared_backward", "float32_forward"...).
     wider: dict[str, Run] = field(default_factory=dict)
     findings: dict[str, Any] = field(default_factory=dict)
-    soft_reasons: list[Reason] = field(default_factory=list)
+    # Blockers a stage found without raising them (it raised another, or went on to judge
+    # more): the checker takes them with the stage's own (``checker._run_one``).
+    found_blockers: list[Reason] = field(default_factory=list)
     # Told each stage's name as it starts (a worker's crash breadcrumbs, so a record of a
     # process that died can name the stage); None tells no one.
     on_stage: Callable[[str], None] | None = None
