@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,8 +185,11 @@ def _compiled(ctx: Any, generator: Any, prompt: dict[str, Any], plan: Generation
         entry["why_not_static"] = (f"{type(generator).__name__} builds its own cache in prepare_inputs_for_generation "
                                    "(transformers' _supports_default_dynamic_cache): compiled with that cache")
     steps: list[int] = []
-    compiled = torch.compile(generator.forward, backend=backend, fullgraph=whole)
+    original = generator.forward
+    compiled = torch.compile(original, backend=backend, fullgraph=whole)
 
+    # generate reads the forward's signature to check its keyword arguments: keep it.
+    @functools.wraps(original)
     def counted(*args: Any, **kwargs: Any) -> Any:
         before = _graphs()
         try:
