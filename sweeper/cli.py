@@ -42,7 +42,7 @@ app = typer.Typer(
 Top = Annotated[int | None, typer.Option("--top", help="Take the first N models in rank order.")]
 Device = Annotated[str | None, typer.Option("--device", "-d", help="Torch device string: cpu (default), cuda, trnsim, ... (see `sweep devices`).")]
 Weights = Annotated[str | None, typer.Option("--weights", help="tiny (offline default) | random | pretrained.")]
-Stages = Annotated[list[str] | None, typer.Option("--stages", help="Stages to run (comma-separated): load,to_device,forward,backward,compile.")]
+Stages = Annotated[list[str] | None, typer.Option("--stages", help="Stages to run (comma-separated): load,to_device,forward,backward,compile,generate,shapes.")]
 CompileBackend = Annotated[str | None, typer.Option("--compile-backend", help="torch.compile backend instead of the device's (aot_eager, inductor, ...).")]
 Profile = Annotated[str | None, typer.Option("--device-profile", help="Capability profile for the device (trnsim): a shipped name (trnsim, trnsim-tf32, trnsim-next) or a TOML path.")]
 Dtype = Annotated[str | None, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
