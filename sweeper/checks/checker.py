@@ -221,6 +221,27 @@ def _run_stages(
         components.merge(record, checked, classes={n: p.architecture for n, p in ctx.built.components.items()})
         if reused:
             record.notes["components_reused_from"] = reused
+        if Stage.GENERATE in selected and stages.generates(ctx):
+            _generate_pipeline(record, ctx, device)
+
+
+def _generate_pipeline(record: ModelRecord, ctx: stages.StageContext, device: Device) -> None:
+    """The generate stage of a model of several components (a pipeline sampling), run
+    once every component has run its own stages; blocked when a component's forward
+    failed (under ``--collect-all``, when one could not run to its end)."""
+    forward = record.stages.get(Stage.FORWARD.value)
+    if forward is None or forward.status is not Status.PASS:
+        if not (ctx.cfg.device.collect_all and forward is not None and forward.status is Status.FAIL):
+            record.stages[Stage.GENERATE.value] = StageResult(Status.BLOCKED)
+            return
+    result, found, _ = _run_one(Stage.GENERATE, ctx, device, record)
+    record.stages[Stage.GENERATE.value] = result
+    record.stages = {s.value: record.stages[s.value] for s in Stage if s.value in record.stages}  # pipeline order
+    record.blockers.extend(r for r in found if r not in record.blockers)
+    record.generation = dict(ctx.findings.get("generation") or {})
+    record.reason = record.blockers[0] if record.blockers else None
+    record.status = _model_status(record.reason)
+    record.settle()
 
 
 def _check_part(name: str, part: Built, selected: list[Stage], ctx: stages.StageContext, device: Device,

@@ -250,3 +250,49 @@ def _numerics_message(mode: str, verdict: TokenVerdict, tol: Any) -> str:
     return (f"{mode} generate picked token {d['device_token']} at step {d['step']} (row {d['row']}) where the CPU "
             f"picked {d['cpu_token']}, which the CPU's logits favour by {d['device_token_gap']:.3g} > "
             f"max({tol.atol:g}, {tol.rtol:g} x max|logit|) = {d['bound']:.3g}: not a tie")
+
+
+@dataclass
+class SamplingPlan:
+    """The CPU's images of a pipeline's sampling entry (``Built.sample``), made at load."""
+
+    images: torch.Tensor
+    seconds: float
+
+
+def sample_on_cpu(built: Any, *, seed: int) -> SamplingPlan | None:
+    """The CPU's images for a pipeline with a sampling entry, else None."""
+    if built.sample is None:
+        return None
+    started = time.perf_counter()
+    images = built.sample.sample("cpu", compile_backend=None, seed=seed)
+    return SamplingPlan(images=images, seconds=time.perf_counter() - started)
+
+
+def run_sampling(ctx: Any, plan: SamplingPlan) -> dict[str, Any]:
+    """The pipeline called on the device, eager and with its denoiser compiled, each
+    run's images compared with the CPU's; raises the first failure, or a
+    ``NumericsError`` for images past the tolerance."""
+    from sweeper.checks.numerics import compare
+
+    sampler = ctx.built.sample
+    tol = tolerance_for(ctx.cfg.device.dtype, atol=ctx.cfg.check.atol)
+    backend = ctx.cfg.device.compile_backend or ctx.device.compile_backend
+    found: dict[str, Any] = {**sampler.describe(), "modes": [], "cpu_seconds": round(plan.seconds, 3)}
+    ctx.findings["generation"] = found
+    for mode in MODES:
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"backend": backend} if mode == "compiled" else {}
+        found[mode] = entry
+        found["modes"].append(mode)
+        try:
+            images = sampler.sample(ctx.device.torch_device, compile_backend=backend if mode == "compiled" else None,
+                                    seed=ctx.cfg.materialise.seed)
+        finally:
+            entry["seconds"] = round(time.perf_counter() - started, 3)
+        diff = compare(images, plan.images, tol)
+        entry.update(max_abs_diff=diff.max_abs, within=diff.within, verdict="equal" if diff.within else "numerics")
+        if not diff.within:
+            raise NumericsError(f"{mode} sampling: max |device - cpu| = {diff.max_abs:.3g} over the pipeline's "
+                                f"images exceeds max({tol.atol:g}, {tol.rtol:g} x max|cpu|)")
+    return found

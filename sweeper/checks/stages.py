@@ -89,6 +89,8 @@ class StageContext:
     # The generate stage's prompt and the CPU's tokens, made at load while the model is on
     # the CPU (None: not made; a model that does not generate has no generate stage).
     generation_plan: generation.GenerationPlan | None = None
+    # A pipeline's images on the CPU from its sampling entry (``Built.sample``), made at load.
+    sampling_plan: generation.SamplingPlan | None = None
     # When the model's check began (``time.perf_counter``): a stage's own time limit ends
     # within the model's --timeout.
     started: float = field(default_factory=time.perf_counter)
@@ -108,6 +110,8 @@ def load(ctx: StageContext) -> None:
         if ctx.part is not None:  # a component's control: built afresh with its pipeline
             ctx.built = ctx.built.components[ctx.part]
     if ctx.built.components:
+        if "generate" in (ctx.runs or frozenset(ctx.cfg.check.stages)):
+            ctx.sampling_plan = generation.sample_on_cpu(ctx.built, seed=ctx.cfg.materialise.seed)
         return
     # Whatever runs the forward compares it: by the stages that run, not only those named.
     wanted = ctx.reference_of or ctx.runs or frozenset(ctx.cfg.check.stages)
@@ -532,14 +536,26 @@ def compile_stage(ctx: StageContext) -> None:
 
 
 def generates(ctx: StageContext) -> bool:
-    """Whether the model built for ``ctx`` generates (and so has a generate stage)."""
-    return ctx.built is not None and not ctx.built.components and generation.generator_of(ctx.built.model) is not None
+    """Whether the model built for ``ctx`` generates (and so has a generate stage): a
+    model that can ``generate``, or a pipeline with a sampling entry."""
+    if ctx.built is None:
+        return False
+    if ctx.built.components:
+        return ctx.built.sample is not None
+    return generation.generator_of(ctx.built.model) is not None
 
 
 def generate_stage(ctx: StageContext) -> None:
     """The model generating as its users run it, eager and compiled with a static cache,
     its tokens judged against the CPU's (``checks.generation``)."""
     built = _built(ctx)
+    if built.components:  # a pipeline: its sampling entry
+        sampled = ctx.sampling_plan or (generation.sample_on_cpu(built, seed=ctx.cfg.materialise.seed)
+                                        if ctx.device.torch_device == "cpu" else None)
+        if sampled is None:
+            raise RuntimeError("the generate stage ran without the CPU's images to judge it by")
+        generation.run_sampling(ctx, sampled)
+        return
     plan = ctx.generation_plan
     if plan is None and ctx.device.torch_device == "cpu":  # a CPU control: the reference is this very device
         plan = generation.plan_on_cpu(built.model, built.inputs, seed=ctx.cfg.materialise.seed)

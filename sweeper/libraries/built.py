@@ -22,5 +22,8 @@ class Built:
     # A model that is several (a diffusers pipeline): each component, by name, checked on
     # its own through every stage; empty for a model that is one.
     components: dict[str, Built] = field(default_factory=dict)
+    # A pipeline's sampling entry (``sample(device, compile_backend=..., seed=...)`` -> images,
+    # ``describe()``): the generate stage calls it; None where the library has none.
+    sample: Any = None
     # A quantized repo's method as built (``sweeper.libraries.quantization``); empty when plain.
     quantization: dict[str, Any] = field(default_factory=dict)

@@ -135,3 +135,22 @@ def test_a_near_tie_that_the_device_breaks_the_other_way_is_a_tie_not_a_numerics
     eager = record.generation["eager"]
     assert (eager["tokens_equal"], eager["verdict"]) == (False, "tie")
     assert eager["first_divergence"]["step"] == 4 and eager["first_divergence"]["cpu_top2_gap"] < 1e-3
+
+
+def test_a_stable_diffusion_pipeline_samples_two_steps_eager_and_with_its_unet_compiled():
+    torch._dynamo.reset()
+    ref = ModelRef(model_id="stable-diffusion-v1-5/stable-diffusion-v1-5", rank=1, library_name="diffusers",
+                   pipeline_tag="text-to-image")
+    record = check_model(ref, SweepConfig.of(device="cpu", stages=GENERATE, compile_backend="aot_eager"))
+    assert record.stages["generate"].status is Status.PASS, record.reason
+    assert list(record.stages) == ["load", "to_device", "forward", "generate"]
+    found = record.generation
+    assert (found["kind"], found["pipeline"], found["steps"]) == ("diffusion", "StableDiffusionPipeline", 2)
+    assert found["eager"]["within"] and found["compiled"]["within"] and found["compiled"]["backend"] == "aot_eager"
+
+
+def test_a_pipeline_without_a_sampling_entry_has_no_generate_stage():
+    ref = ModelRef(model_id="stabilityai/sd-vae-ft-mse", rank=1, library_name="diffusers")
+    record = check_model(ref, SweepConfig.of(device="cpu", stages=GENERATE))
+    assert record.status is Status.PASS, record.reason
+    assert "generate" not in record.stages and record.generation == {}

@@ -18,7 +18,7 @@ from typing import Any
 
 from sweeper.libraries.base import Library, count_parameters
 from sweeper.libraries.built import Built
-from sweeper.libraries.diffusers import encoders, index, parts, video
+from sweeper.libraries.diffusers import encoders, index, parts, sampling, video
 from sweeper.libraries.diffusers.quantize import check_applicable, quantize_denoiser
 from sweeper.libraries.quantization import detect
 from sweeper.records import ModelRef
@@ -77,7 +77,8 @@ class Diffusers(Library):
                  "component_parameters": ",".join(f"{k}={p.num_parameters}" for k, p in built.items())}
         return Built(model=whole, inputs={}, architecture="+".join(p.architecture for p in built.values()),
                      model_type="diffusers", num_parameters=count_parameters(whole), has_labels=True, notes=notes,
-                     components=built, quantization=quantization or {})
+                     components=built, quantization=quantization or {},
+                     sample=None if quantization else sampling.entry(spec, built))
 
 
 def components(ref: ModelRef) -> tuple[Spec, str] | None:
