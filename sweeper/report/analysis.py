@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.report import aggregate, cause_tables, formats, lowering_plan, roadmap, shapes
+from sweeper.report import aggregate, cause_tables, formats, generation, lowering_plan, roadmap, shapes
 from sweeper.report.load import SweepData
 from sweeper.report.numerics import numerics
 
@@ -43,6 +43,7 @@ class Analysis:
     by_library: pd.DataFrame
     formats: pd.DataFrame  # models in formats that are not PyTorch, per format
     shapes: shapes.ShapesView | None = None  # None: the sweep did not run the shapes stage
+    generation: generation.GenerationView | None = None  # None: no model generates
     tool_causes: pd.DataFrame | None = None  # lowering-tool bugs by diagnostic (cause_tables.cause_frame)
     gap_causes: pd.DataFrame | None = None  # dtypes and features the device lacks
     folder: Path | None = None  # the sweep folder (its reproducers), when the report is written from one
@@ -81,6 +82,7 @@ def analyse(data: SweepData, folder: Path | None = None) -> Analysis:
         by_library=aggregate.breakdown(data, "library_name"),
         formats=formats.table_of(data),
         shapes=shapes.shapes_view(data),
+        generation=generation.generation_view(data),
         tool_causes=cause_tables.cause_frame(data, folder, ("tool",)),
         gap_causes=cause_tables.cause_frame(data, folder, ("dtype", "feature")),
         folder=folder,
@@ -142,6 +144,7 @@ def summary(a: Analysis) -> dict[str, Any]:
             "dtypes_and_features": cause_tables.summary_rows(a.gap_causes) if a.gap_causes is not None else [],
         },
         "shapes": shapes.summary(a.shapes),
+        "generation": generation.summary(a.generation),
         "fallback_ops": records(a.fallbacks),
         "graph_breaks": records(a.breaks),
         "compile_problems": records(a.problems),

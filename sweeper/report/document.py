@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.report import cause_tables, formats, lowering_plan, pages, quantization, shapes, tables
+from sweeper.report import cause_tables, formats, generation, lowering_plan, pages, quantization, shapes, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
-from sweeper.report.escape import code, details, md, num, pct, table
+from sweeper.report.escape import code, md, num, pct, table
 from sweeper.report.load import CATEGORIES
 from sweeper.report.meta import CODE_ROWS, all_versions, device_name, identity_rows
 from sweeper.storage.folder import META, RECORDS, REPROS
@@ -48,6 +48,7 @@ BREAKDOWN_INTRO = (
     "a model the lowering tool, the harness or the model itself stops is outside it. The tables by model type and "
     "by task read the same."
 )
+MAX_LINES = 300  # report.md's length past which sections that can say less do
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
     "coverage_vs_rank.png": "Downloads covered vs rank",
@@ -130,7 +131,7 @@ def headline(a: Analysis) -> str:
         if other:
             lead += (f" ({pct(c['passing_downloads'] / everything if everything else None)} of all its downloads: "
                      f"the {num(other)} repos in formats that are not PyTorch are left out of every share below)")
-        lines.append(lead + ".")
+        lines.append(lead + "." + (f" {generation.END_TO_END.capitalize()}." if a.generation is not None else ""))
     lines.append(
         f"**Device pass rate: {pct(o['pass_rate'])}** ({num(o['passed'])} of the {num(o['tested'])} models the "
         f"device itself decided: those that pass and those a device-origin blocker stops, of the "
@@ -182,6 +183,8 @@ def stages_section(a: Analysis) -> str:
         "row adds up to them); crash, timeout and oom are apart from fail. A stage is blocked when an earlier one "
         "failed, and with `--collect-all` later stages still run after a failure."
     )
+    if a.generation is not None:  # the stage only models that generate have: the rest read "not recorded"
+        note += " Only models that generate have the generate stage: the others count as not recorded in its row."
     return note + "\n\n" + table(["stage", *statuses], rows, "l" + "r" * len(statuses))
 
 
@@ -240,13 +243,23 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         "## Shapes",
         shapes.render(a.shapes, link=link),
         "## By library",
-        BREAKDOWN_INTRO,
+        BREAKDOWN_INTRO.replace("every stage;", f"every stage ({generation.END_TO_END});") if a.generation else BREAKDOWN_INTRO,
         tables.breakdown(a.by_library, "library_name", weighted=w),
     ]
     if charts:
         parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
     parts += ["## More", pages.index_text(a)]
-    return "\n\n".join(p for p in parts if p) + "\n"
+    return "\n\n".join(p for p in _with_generation(a, parts, link=link) if p) + "\n"
+
+
+def _with_generation(a: Analysis, parts: list[str], *, link: bool) -> list[str]:
+    """``parts`` with the Generation section before By library when a model generates: whole
+    while report.md stays within ``MAX_LINES`` (the joined text counts 2 lines a part, and 3
+    more with the section's heading), else a few summary lines."""
+    if a.generation is None:
+        return parts
+    at, left = parts.index("## By library"), MAX_LINES - sum(p.count("\n") + 2 for p in parts if p) - 3
+    return [*parts[:at], *generation.section(a.generation, link=link, page=pages.GENERATION, lines=left), *parts[at:]]
 
 
 TOOL_INTRO = (
@@ -284,22 +297,3 @@ def _ours(a: Analysis, *, link: bool) -> list[str]:
                 "Failures the CPU control repeats with the model's own (unshrunk) configuration: the model's, not "
                 "the device's.", tables.findings(a.model, weighted=a.weighted, link=link, what="model failures")]
     return out
-
-
-def models_section(a: Analysis, *, link: bool) -> str:
-    """The failing models by rank, at most ``MODEL_ROWS`` of them, collapsed; every model
-    is in index.html (searchable) and records.parquet."""
-    m = a.data.models
-    failing = m[~m["category"].isin(["pass", "environment", "skip"])]  # device, lowering tool, harness, model
-    pointer = (
-        f"All {num(len(m))} models, searchable by id, model type or op: [index.html](index.html) "
-        "(open it in a browser, or `sweep serve` this folder); every record: [records.parquet](records.parquet)."
-    )
-    if failing.empty:
-        return f"_No model failed._ {pointer}"
-    shown = failing.head(tables.MODEL_ROWS)
-    body = tables.model_table(shown, a.data.stages, weighted=a.weighted, link=link)
-    label = f"{num(len(shown))} failing models by rank"
-    if len(failing) > len(shown):
-        label = f"the first {num(len(shown))} of {num(len(failing))} failing models by rank"
-    return pointer + "\n\n" + details(label, body)

@@ -23,6 +23,8 @@ import pandas as pd
 from sweeper.checks.classify import graph_break_cause
 from sweeper.records import STAGE_ORDER, ModelRecord, Reason, ReasonKind, StageResult, Status
 from sweeper.redact import env_secrets, redact_obj
+from sweeper.report.generation_fields import COLUMNS as GENERATION_COLUMNS
+from sweeper.report.generation_fields import generation_columns
 from sweeper.report.shape_fields import COLUMNS as SHAPE_COLUMNS
 from sweeper.report.shape_fields import shape_columns
 from sweeper.settings.errors import UsageError
@@ -54,8 +56,12 @@ MODEL_COLUMNS = [
     "blocker_count", "weights", "dtype", "device", "graph_breaks", "seconds", "max_abs_diff", "repro",
     "config_source", "grad_max_rel_diff", "nondeterministic_diff", "reused_from", "fingerprint",
     "numerics_over", "within_noise", "within_precision", "precision", "versions", "quant_method", "quant_applied",
-    *SHAPE_COLUMNS,
+    *SHAPE_COLUMNS, *GENERATION_COLUMNS,
 ]  # fmt: skip
+# Stages only some models have (the generate stage: models that generate): left out of the
+# sweep's stages when no record has one, so that a sweep of models that do not generate
+# reads as before instead of showing a stage no model could run.
+OPTIONAL_STAGES = frozenset({"generate"})
 
 
 @dataclass
@@ -233,7 +239,8 @@ def build(entries: list[Entry], *, meta: SweepMeta | None = None, skipped_lines:
 _TYPES = {"rank": "Int64", "downloads": "Int64", "graph_breaks": "int64", "blocker_count": "int64",
           "seconds": "float64", "max_abs_diff": "float64", "grad_max_rel_diff": "float64",
           "nondeterministic_diff": "float64", "within_noise": "bool", "within_precision": "bool",
-          "shapes_workload_compiles": "Int64", "shapes_graphs_per_shape": "Int64"}  # fmt: skip
+          "shapes_workload_compiles": "Int64", "shapes_graphs_per_shape": "Int64",
+          "generation_recompiles": "Int64"}  # fmt: skip
 
 
 def _column(name: str, values: list) -> pd.Series:
@@ -253,6 +260,9 @@ def _sweep_stages(entries: list[Entry], meta: SweepMeta) -> list[str]:
     """The sweep's stages: from its config, else those seen in records, in run order."""
     configured = meta.stages
     names = set(configured) if configured else {s for e in entries for s in e.stages}
+    for optional in OPTIONAL_STAGES & names:
+        if not any(optional in e.stages or (e.died_in and e.died_in[0] == optional) for e in entries):
+            names.discard(optional)
     order = [s.value for s in STAGE_ORDER]
     return [s for s in order if s in names] + sorted(names - set(order))
 
@@ -312,6 +322,7 @@ def _model_row(record: ModelRecord, notes: dict, blockers: list[tuple]) -> tuple
         versions_text(record.versions),
         *_quantization(record.quantization),
         *shape_columns(record.shapes),
+        *generation_columns(record.generation, [b for b in blockers if b[4] == "generate"]),
     )
 
 

@@ -194,6 +194,7 @@ def model_columns(data: SweepData, s: Strings) -> dict[str, Any]:
         "seconds": [round(v, 2) if v == v else None for v in m["seconds"].tolist()],
         "diff": [None if pd.isna(v) else float(f"{v:.3g}") for v in m["max_abs_diff"].tolist()],
         "shapes": s.column(m["shapes_text"]),
+        "generate": s.column(m["generation_text"]),  # each mode's verdict, for models that generate
         # A quantized repo's method, and whether its check ran with it (sparse: few are).
         "quant": {i: s(f"{method} ({'applied' if applied else 'not applied'})")
                   for i, (method, applied) in enumerate(zip(m["quant_method"].tolist(), m["quant_applied"].tolist()))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.report import cause_tables, lowering_plan, tables
+from sweeper.report import cause_tables, generation, lowering_plan, tables
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import compact, md, model_link, num, table
 from sweeper.report.root_causes import cause_models
@@ -28,6 +28,7 @@ PROBLEMS = f"{DETAILS}/compile-problems.md"
 TYPES = f"{DETAILS}/model-types.md"
 TASKS = f"{DETAILS}/tasks.md"
 MODELS = f"{DETAILS}/failing-models.md"
+GENERATION = f"{DETAILS}/generation.md"  # only when a model generates
 UP = "../"  # a page's links into the sweep folder (reproducers, the page)
 
 INDEX = [
@@ -45,6 +46,8 @@ INDEX = [
 def index_text(a: Analysis) -> str:
     """report.md's list of the detail pages, and the page with every model."""
     lines = [f"- [{title}]({path}): {what}." for path, title, what in INDEX]
+    if a.generation is not None:
+        lines.append(f"- [Generation]({GENERATION}): every model that generates, with each mode's verdict.")
     lines.append(f"- [index.html](index.html): all {num(len(a.data.models))} models, searchable by id, model type or op "
                  "(open it in a browser, or `sweep serve` this folder); every record: [records.parquet](records.parquet).")
     return "\n".join(lines)
@@ -57,6 +60,8 @@ def write_pages(a: Analysis, folder: Path, *, link: bool) -> list[str]:
         TYPES: lambda a, link: _breakdown_page(a, "By model type", a.by_model_type, "model_type"),
         TASKS: lambda a, link: _breakdown_page(a, "By task", a.by_task, "pipeline_tag"), MODELS: models_page,
     }
+    if a.generation is not None:
+        writers[GENERATION] = generation_page
     folder.mkdir(parents=True, exist_ok=True)
     for path, write in writers.items():
         (folder / Path(path).name).write_text(write(a, link), encoding="utf-8")
@@ -138,6 +143,12 @@ def detail_page(a: Analysis, link: bool) -> str:
 def _breakdown_page(a: Analysis, title: str, frame: pd.DataFrame, column: str) -> str:
     return _page(title, tables.breakdown(frame, column, weighted=a.weighted).replace("<details>", "").replace(
         "</details>", ""))
+
+
+def generation_page(a: Analysis, link: bool) -> str:
+    """Every model that generates: each mode's verdict, its cache, compiles per step."""
+    assert a.generation is not None
+    return _page("Generation", *generation.details_page(a.generation, link=link))
 
 
 def models_page(a: Analysis, link: bool) -> str:

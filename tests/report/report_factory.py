@@ -29,8 +29,10 @@ def record(
     stages: list[str] | None = None,
     **extra: Any,
 ) -> ModelRecord:
-    """A record; ``fail_at`` fails that stage with the first blocker and blocks the rest."""
-    names = stages or STAGES
+    """A record; ``fail_at`` fails that stage with the first blocker and blocks the rest.
+    The generate stage is there only for a record with ``generation`` findings or failing
+    it, as a sweep leaves it out for models that do not generate."""
+    names = stages or [s for s in STAGES if s != "generate" or extra.get("generation") or fail_at == "generate"]
     blockers = blockers or []
     first = blockers[0] if blockers else None
     results: dict[str, StageResult] = {}

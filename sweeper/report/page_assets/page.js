@@ -185,6 +185,7 @@
       ["status", S[R.status[i]]], ["category", S[R.category[i]]], ["origin", S[R.origin[i]]],
       ["change", R.change ? S[R.change[i]] : ""], ["device", S[R.device[i]]], ["weights", S[R.weights[i]]], ["dtype", S[R.dtype[i]]],
       ["seconds", R.seconds[i]], ["max |device − cpu|", R.diff[i]], ["shapes", R.shapes ? S[R.shapes[i]] : ""],
+      ["generate", R.generate ? S[R.generate[i]] : ""],
       ["quantization", R.quant && R.quant[i] !== undefined ? S[R.quant[i]] : ""]]));
     body.append(el("h3", "Stages"), dl(D.stages.map((st, k) => [st, MARK_WORD[R.stages[i][k] || "-"]])));
     const b = R.blockers[i], blockers = [];

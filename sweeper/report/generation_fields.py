@@ -1,0 +1,97 @@
+"""The generate stage's findings of one record as the report's model columns.
+
+``checks.generation`` writes ``record.generation``; the report keeps of it the kind of
+model, each mode's verdict (``equal``, ``tie``, ``numerics``, ``shape``, or ``raised`` when
+the mode stopped on an exception and so has none), whether the compiled run had a static
+cache, its recompiles after the first decode step, and one line that says it all (the
+page's). A diffusion pipeline's findings (images, not tokens; no cache) and a kind this
+version does not know keep their name and whatever modes they have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+COLUMNS = ["generation_kind", "generation_class", "generation_eager", "generation_compiled", "generation_static",
+           "generation_recompiles", "generation_every_step", "generation_steps", "generation_text"]
+MODES = ("eager", "compiled")
+PASSING = ("equal", "tie")  # a tie: the device's token within the tolerance of the CPU's best
+RAISED = "raised"
+
+
+def generation_columns(generation: dict[str, Any] | None, blockers: Sequence[tuple] = ()) -> tuple:
+    """The ``COLUMNS`` values of one record's ``generation`` (Nones for a model that does
+    not generate); ``blockers`` are the record's generate-stage blockers (kind, op, ...),
+    which name what a raising mode met."""
+    if not isinstance(generation, dict) or not generation:
+        return (None,) * len(COLUMNS)
+    compiled = _mode(generation, "compiled")
+    static = None
+    if compiled is not None and "cache_implementation" in compiled:  # a pipeline's compiled run has no such cache
+        static = "static" if compiled["cache_implementation"] == "static" else "not static"
+    recompiles = compiled.get("recompiles") if compiled is not None else None
+    steps = compiled.get("compiles_per_step") if compiled is not None else None
+    return (
+        str(generation.get("kind") or "") or None,
+        next((v for v in (generation.get("class"), generation.get("pipeline")) if isinstance(v, str)), None),
+        verdict(generation, "eager"),
+        verdict(generation, "compiled"),
+        static,
+        recompiles if isinstance(recompiles, int) else None,
+        bool(compiled.get("recompiles_every_step")) if compiled is not None else None,
+        ", ".join(str(n) for n in steps) if isinstance(steps, list) else None,
+        describe(generation, blockers),
+    )
+
+
+def _mode(generation: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    entry = generation.get(mode)
+    return entry if isinstance(entry, dict) else None
+
+
+def verdict(generation: dict[str, Any], mode: str) -> str | None:
+    """One mode's verdict; ``raised`` when the mode ran without reaching one, None when it
+    did not run."""
+    entry = _mode(generation, mode)
+    if entry is None:
+        return None
+    found = entry.get("verdict")
+    return found if isinstance(found, str) and found else RAISED
+
+
+def describe(generation: dict[str, Any], blockers: Sequence[tuple] = ()) -> str:
+    """One line: the kind, then each mode's mark and verdict, the compiled run's cache and
+    recompiles (``decoder-only: eager ✓ equal; compiled ✗ unsupported_op aten::index_copy
+    (static cache)``)."""
+    parts = [_mode_text(generation, mode, blockers) for mode in MODES if _mode(generation, mode) is not None]
+    kind = str(generation.get("kind") or "generates")
+    return f"{kind}: " + "; ".join(parts) if parts else kind
+
+
+def _mode_text(generation: dict[str, Any], mode: str, blockers: Sequence[tuple]) -> str:
+    entry = _mode(generation, mode) or {}
+    found = verdict(generation, mode)
+    at = (entry.get("first_divergence") or {}).get("step")
+    words = {"equal": "equal", "tie": f"tie at step {at}", "shape": "wrong number of tokens",
+             "numerics": f"wrong token at step {at}" if at is not None else "past the tolerance"}.get(found or "", "")
+    if found == RAISED:
+        words = _raised(blockers)
+    text = f"{mode} {'✓' if found in PASSING else '✗'} {words}".rstrip()
+    if mode == "compiled" and "cache_implementation" in entry:
+        extras = ["static cache" if entry["cache_implementation"] == "static" else "its own cache, not static"]
+        if isinstance(entry.get("recompiles"), int) and entry["recompiles"] > 0:
+            extras.append(f"{entry['recompiles']} recompiles after the first decode step"
+                          + (", every step" if entry.get("recompiles_every_step") else ""))
+        text += f" ({'; '.join(extras)})"
+    return text
+
+
+def _raised(blockers: Sequence[tuple]) -> str:
+    """What a mode that raised met: the stage's first blocker that is no token verdict (a
+    numerics blocker is a mode's wrong tokens, not an exception)."""
+    named = [b for b in blockers if b and b[0] != "numerics"] or list(blockers)
+    if not named:
+        return "raised"
+    kind, op = named[0][0], named[0][1] if len(named[0]) > 1 else None
+    return f"{kind} {op}" if op else str(kind)
