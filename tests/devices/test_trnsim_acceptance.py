@@ -13,6 +13,7 @@ resolve = pytest.importorskip("sweeper.sources.resolve")
 
 PASSING = ["bert", "gpt2", "t5", "roberta", "distilbert", "llama", "qwen2", "mistral", "vit", "whisper"]
 DEFAULT_SUITE = {"gpt2", "llama"}  # tied weights; RoPE's slice_scatter backward
+GENERATING = {"gpt2", "t5", "llama", "qwen2", "mistral", "whisper"}
 
 
 def _record(model: str, out: str):
@@ -24,13 +25,20 @@ def _record(model: str, out: str):
 
 @pytest.mark.parametrize("model", [m if m in DEFAULT_SUITE else pytest.param(m, marks=pytest.mark.slow)
                                    for m in PASSING])
-def test_common_architectures_pass_every_stage(trnsim, tmp_path, model):
+def test_common_architectures_pass_every_stage_and_those_that_generate_stop_at_the_static_cache(trnsim, tmp_path, model):
     record = _record(model, str(tmp_path))
-    assert record.status is Status.PASS, record.reason
-    assert {name: r.status for name, r in record.stages.items()} == {
+    assert {name: r.status for name, r in record.stages.items() if name != "generate"} == {
         name: Status.PASS for name in ("load", "to_device", "forward", "backward", "compile", "shapes")}
-    assert record.compile_problems == []
-    assert not (tmp_path / "repros").exists()
+    if model not in GENERATING:
+        assert record.status is Status.PASS and "generate" not in record.stages, record.reason
+        assert record.compile_problems == []
+        assert not (tmp_path / "repros").exists()
+        return
+    # Eager decoding gives the CPU's tokens; the documented compiled recipe's static cache
+    # updates itself with index_copy_, which trnsim's compiler refuses: not end to end.
+    assert record.generation["eager"]["tokens_equal"] is True
+    assert (record.reason.stage, record.reason.op, record.reason.origin.value) == ("generate", "aten::index_copy", "device")
+    assert record.blockers == [record.reason]
 
 
 @pytest.mark.slow

@@ -39,7 +39,8 @@ def test_gpt2_keeps_its_ties_on_the_default_profile(trnsim):
 
 
 def test_gpt2_with_retie_passes_eager_and_compiled(trnsim):
-    record = _record("gpt2", retie_weights=True)
+    # Its generation is another matter (the static cache's index_copy: test_generate_stage).
+    record = _record("gpt2", retie_weights=True, stages="load,to_device,forward,backward,compile,shapes")
     assert record.status is Status.PASS, record.reason
     assert record.stages["compile"].status is Status.PASS
     assert record.max_abs_diff is not None and record.max_abs_diff < 1e-3
