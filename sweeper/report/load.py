@@ -402,5 +402,7 @@ def _stage_statuses(recorded: dict[str, str], died: Any, stages: list[str]) -> t
     if died_in not in stages:
         return tuple(recorded.get(stage) for stage in stages)
     at = stages.index(died_in)
-    fill = ["pass"] * at + [how] + ["blocked"] * (len(stages) - at - 1)
+    # A stage only some models have is not filled in: unrecorded, the model may not have it.
+    fill = [None if s in OPTIONAL_STAGES else "pass" for s in stages[:at]] + [how] + \
+        [None if s in OPTIONAL_STAGES else "blocked" for s in stages[at + 1:]]
     return tuple(recorded.get(stage) or filled for stage, filled in zip(stages, fill))
