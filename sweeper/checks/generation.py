@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from sweeper.checks.numerics import seeded, tolerance_for
 from sweeper.checks.shape_inputs import moved
 from sweeper.checks.tokens import TokenVerdict, judge
 from sweeper.records import Reason, ReasonKind
-from sweeper.settings.errors import NumericsError
+from sweeper.settings.errors import NumericsError, SweeperError
 
 NEW_TOKENS = 8
 # Inputs that belong to a training step, not to a prompt.
@@ -154,16 +155,45 @@ def run(ctx: Any, plan: GenerationPlan) -> dict[str, Any]:
             raise
         finally:
             entry["seconds"] = round(time.perf_counter() - started, 3)
-        verdicts[mode] = judge(_new_tokens(out, plan.prompt, plan.kind), plan.tokens, plan.logits,
-                               list(out.logits or ()), tol)
+        verdicts[mode] = _unless_unjudgeable(ctx, judge(_new_tokens(out, plan.prompt, plan.kind), plan.tokens,
+                                                         plan.logits, list(out.logits or ()), tol))
         entry.update(verdicts[mode].to_dict())
         entry["cache"] = type(_cache_of(out)).__name__
     found["tokens_equal"] = all(v.tokens_equal for v in verdicts.values())
     found["ties"] = [m for m, v in verdicts.items() if v.verdict == "tie"]
-    wrong = next(((m, v) for m, v in verdicts.items() if not v.passed), None)
-    if wrong is not None:
-        raise NumericsError(_numerics_message(*wrong, tol))
+    wrong = [(m, v) for m, v in verdicts.items() if not v.passed]
+    steps = (found.get("compiled") or {}).get("compiles_per_step") or []
+    if (found.get("compiled") or {}).get("recompiles_every_step"):
+        # Every token a compile: past Dynamo's recompile limit the recipe's one graph fails.
+        ctx.found_blockers.extend(_numerics_reason(m, v, tol) for m, v in wrong)
+        raise RecompilesPerTokenError(_recompile_message(steps, failed=None))
+    if wrong:
+        ctx.found_blockers.extend(_numerics_reason(m, v, tol) for m, v in wrong[1:])
+        raise NumericsError(_numerics_message(*wrong[0], tol))
     return found
+
+
+def _unless_unjudgeable(ctx: Any, verdict: TokenVerdict) -> TokenVerdict:
+    """``verdict``, unless it is a numerics gap of a model whose forward the earlier stages
+    found moving from run to run (the CPU's own rerun with another seed, or the device's
+    own two runs, past the tolerance): then its tokens cannot judge the device."""
+    if verdict.passed:
+        return verdict
+    numerics = ctx.findings.get("numerics") or {}
+    if "nondeterministic" in numerics:
+        why = "the forward's CPU rerun with another seed differs past the tolerance: the model's output moves with the seed"
+    elif "forward" in (numerics.get("device_nondeterministic") or {}):
+        why = "the device's own two forward runs differ past the CPU's: the device cannot be judged"
+    else:
+        return verdict
+    return dataclasses.replace(verdict, verdict="not_judged", why=why)
+
+
+class RecompilesPerTokenError(SweeperError):
+    """Compiled decoding compiled anew at every step until it could not any more: the
+    graphs did not serve the next token's shapes or values."""
+
+    reason_kind = ReasonKind.DYNAMIC_SHAPE
 
 
 def _eager(ctx: Any, generator: Any, prompt: dict[str, Any], plan: GenerationPlan, entry: dict[str, Any]) -> Any:
@@ -203,6 +233,10 @@ def _compiled(ctx: Any, generator: Any, prompt: dict[str, Any], plan: Generation
                 _generation_config(generator, cache="static" if static else None):
             out = generator.generate(**prompt, **plan.options)
         ctx.device.synchronize()
+    except Exception as exc:
+        if _recompiled_every_step(steps):
+            raise RecompilesPerTokenError(_recompile_message(steps, failed=exc)) from exc
+        raise
     finally:
         del generator.forward  # the class's forward again, for the stages after this one
         entry.update(_compile_counts(steps))
@@ -221,6 +255,21 @@ def _graphs() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
+
+
+def _recompile_message(steps: list[int], *, failed: BaseException | None) -> str:
+    """Why compiled decoding that compiles at every step is a blocker."""
+    end = f" until it failed at step {len(steps) - 1} ({type(failed).__name__})" if failed is not None else ""
+    return (f"compiled decoding compiled anew at every step (compiles per step {steps}){end}: the graphs of one "
+            "token did not serve the next, so every token pays a compile and, with the recipe's one graph, a "
+            "generation longer than Dynamo's recompile limit fails; a device that takes static shapes only "
+            "recompiles for every new cache position")
+
+
+def _recompiled_every_step(steps: list[int]) -> bool:
+    """Whether every decode step after the first compiled before the failing last one."""
+    later = steps[2:-1]
+    return len(later) >= 3 and all(n > 0 for n in later)
 
 
 def _compile_counts(steps: list[int]) -> dict[str, Any]:
@@ -251,48 +300,3 @@ def _numerics_message(mode: str, verdict: TokenVerdict, tol: Any) -> str:
             f"picked {d['cpu_token']}, which the CPU's logits favour by {d['device_token_gap']:.3g} > "
             f"max({tol.atol:g}, {tol.rtol:g} x max|logit|) = {d['bound']:.3g}: not a tie")
 
-
-@dataclass
-class SamplingPlan:
-    """The CPU's images of a pipeline's sampling entry (``Built.sample``), made at load."""
-
-    images: torch.Tensor
-    seconds: float
-
-
-def sample_on_cpu(built: Any, *, seed: int) -> SamplingPlan | None:
-    """The CPU's images for a pipeline with a sampling entry, else None."""
-    if built.sample is None:
-        return None
-    started = time.perf_counter()
-    images = built.sample.sample("cpu", compile_backend=None, seed=seed)
-    return SamplingPlan(images=images, seconds=time.perf_counter() - started)
-
-
-def run_sampling(ctx: Any, plan: SamplingPlan) -> dict[str, Any]:
-    """The pipeline called on the device, eager and with its denoiser compiled, each
-    run's images compared with the CPU's; raises the first failure, or a
-    ``NumericsError`` for images past the tolerance."""
-    from sweeper.checks.numerics import compare
-
-    sampler = ctx.built.sample
-    tol = tolerance_for(ctx.cfg.device.dtype, atol=ctx.cfg.check.atol)
-    backend = ctx.cfg.device.compile_backend or ctx.device.compile_backend
-    found: dict[str, Any] = {**sampler.describe(), "modes": [], "cpu_seconds": round(plan.seconds, 3)}
-    ctx.findings["generation"] = found
-    for mode in MODES:
-        started = time.perf_counter()
-        entry: dict[str, Any] = {"backend": backend} if mode == "compiled" else {}
-        found[mode] = entry
-        found["modes"].append(mode)
-        try:
-            images = sampler.sample(ctx.device.torch_device, compile_backend=backend if mode == "compiled" else None,
-                                    seed=ctx.cfg.materialise.seed)
-        finally:
-            entry["seconds"] = round(time.perf_counter() - started, 3)
-        diff = compare(images, plan.images, tol)
-        entry.update(max_abs_diff=diff.max_abs, within=diff.within, verdict="equal" if diff.within else "numerics")
-        if not diff.within:
-            raise NumericsError(f"{mode} sampling: max |device - cpu| = {diff.max_abs:.3g} over the pipeline's "
-                                f"images exceeds max({tol.atol:g}, {tol.rtol:g} x max|cpu|)")
-    return found

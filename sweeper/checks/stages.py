@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from sweeper.checks import backend_breaks, device_runs, generation, randomness, selfnoise, shapes
+from sweeper.checks import backend_breaks, device_runs, generation, randomness, sampling, selfnoise, shapes
 from sweeper.checks.classify import graph_break_cause
 from sweeper.checks.gcpause import fewer_collections
 from sweeper.checks.lognames import names_when_logged
@@ -90,7 +90,7 @@ class StageContext:
     # the CPU (None: not made; a model that does not generate has no generate stage).
     generation_plan: generation.GenerationPlan | None = None
     # A pipeline's images on the CPU from its sampling entry (``Built.sample``), made at load.
-    sampling_plan: generation.SamplingPlan | None = None
+    sampling_plan: sampling.SamplingPlan | None = None
     # When the model's check began (``time.perf_counter``): a stage's own time limit ends
     # within the model's --timeout.
     started: float = field(default_factory=time.perf_counter)
@@ -111,7 +111,7 @@ def load(ctx: StageContext) -> None:
             ctx.built = ctx.built.components[ctx.part]
     if ctx.built.components:
         if "generate" in (ctx.runs or frozenset(ctx.cfg.check.stages)):
-            ctx.sampling_plan = generation.sample_on_cpu(ctx.built, seed=ctx.cfg.materialise.seed)
+            ctx.sampling_plan = sampling.sample_on_cpu(ctx.built, seed=ctx.cfg.materialise.seed)
         return
     # Whatever runs the forward compares it: by the stages that run, not only those named.
     wanted = ctx.reference_of or ctx.runs or frozenset(ctx.cfg.check.stages)
@@ -550,11 +550,11 @@ def generate_stage(ctx: StageContext) -> None:
     its tokens judged against the CPU's (``checks.generation``)."""
     built = _built(ctx)
     if built.components:  # a pipeline: its sampling entry
-        sampled = ctx.sampling_plan or (generation.sample_on_cpu(built, seed=ctx.cfg.materialise.seed)
+        sampled = ctx.sampling_plan or (sampling.sample_on_cpu(built, seed=ctx.cfg.materialise.seed)
                                         if ctx.device.torch_device == "cpu" else None)
         if sampled is None:
             raise RuntimeError("the generate stage ran without the CPU's images to judge it by")
-        generation.run_sampling(ctx, sampled)
+        sampling.run_sampling(ctx, sampled)
         return
     plan = ctx.generation_plan
     if plan is None and ctx.device.torch_device == "cpu":  # a CPU control: the reference is this very device

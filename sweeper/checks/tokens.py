@@ -23,17 +23,21 @@ class TokenVerdict:
     """How a run's new tokens compare with the CPU's."""
 
     tokens_equal: bool
-    # "equal" | "tie" | "numerics" | "shape" (the runs made different numbers of tokens)
+    # "equal" | "tie" | "numerics" | "shape" (the runs made different numbers of tokens) |
+    # "not_judged" (the model's own output moves from run to run: ``why``)
     verdict: str
     divergence: dict[str, Any] | None = None
     max_logit_diff: float | None = None  # over the steps both runs shared a prefix
+    why: str | None = None
 
     @property
     def passed(self) -> bool:
-        return self.verdict in ("equal", "tie")
+        return self.verdict in ("equal", "tie", "not_judged")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tokens_equal": self.tokens_equal, "verdict": self.verdict}
+        if self.why is not None:
+            data["why"] = self.why
         if self.divergence is not None:
             data["first_divergence"] = self.divergence
         if self.max_logit_diff is not None:

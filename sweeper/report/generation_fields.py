@@ -1,7 +1,7 @@
 """The generate stage's findings of one record as the report's model columns.
 
 ``checks.generation`` writes ``record.generation``; the report keeps of it the kind of
-model, each mode's verdict (``equal``, ``tie``, ``numerics``, ``shape``, or ``raised`` when
+model, each mode's verdict (``equal``, ``tie``, ``not_judged``, ``numerics``, ``shape``, or ``raised`` when
 the mode stopped on an exception and so has none), whether the compiled run had a static
 cache, its recompiles after the first decode step, and one line that says it all (the
 page's). A diffusion pipeline's findings (images, not tokens; no cache) and a kind this
@@ -16,7 +16,9 @@ from typing import Any
 COLUMNS = ["generation_kind", "generation_class", "generation_eager", "generation_compiled", "generation_static",
            "generation_recompiles", "generation_every_step", "generation_steps", "generation_text"]
 MODES = ("eager", "compiled")
-PASSING = ("equal", "tie")  # a tie: the device's token within the tolerance of the CPU's best
+# A tie: the device's token within the tolerance of the CPU's best; not judged: the model's
+# own output moves from run to run, so its tokens cannot judge the device.
+PASSING = ("equal", "tie", "not_judged")
 RAISED = "raised"
 
 
@@ -74,7 +76,8 @@ def _mode_text(generation: dict[str, Any], mode: str, blockers: Sequence[tuple])
     found = verdict(generation, mode)
     at = (entry.get("first_divergence") or {}).get("step")
     words = {"equal": "equal", "tie": f"tie at step {at}", "shape": "wrong number of tokens",
-             "numerics": f"wrong token at step {at}" if at is not None else "past the tolerance"}.get(found or "", "")
+             "numerics": f"wrong token at step {at}" if at is not None else "past the tolerance",
+             "not_judged": "not judged (the model's output moves from run to run)"}.get(found or "", "")
     if found == RAISED:
         words = _raised(blockers)
     text = f"{mode} {'✓' if found in PASSING else '✗'} {words}".rstrip()

@@ -154,3 +154,27 @@ def test_a_pipeline_without_a_sampling_entry_has_no_generate_stage():
     record = check_model(ref, SweepConfig.of(device="cpu", stages=GENERATE))
     assert record.status is Status.PASS, record.reason
     assert "generate" not in record.stages and record.generation == {}
+
+
+def test_compiled_decoding_that_recompiles_at_every_step_on_a_static_shape_device_says_so(trnsim):
+    # Mistral's sliding-window mask guards on the cache position: each token is a new graph
+    # on trnsim (static shapes only); --collect-all lets the refused index_copy pass by.
+    record = _sweep("mistral", "trnsim", stages=GENERATE, collect_all=True)
+    compiled = record.generation["compiled"]
+    assert compiled["recompiles_every_step"] is True and compiled["recompiles"] >= 4
+    shapes = [b for b in record.blockers if b.kind is ReasonKind.DYNAMIC_SHAPE]
+    assert shapes and shapes[0].stage == "generate" and "compiled anew at every step" in shapes[0].message
+    assert shapes[0].origin is Origin.DEVICE
+
+
+def test_tokens_of_a_model_whose_output_moves_with_the_seed_are_not_judged(trnsim, monkeypatch):
+    from sweeper.checks import generation
+
+    moving = {"nondeterministic": {"max_abs": 0.01, "max_rel": 0.001, "within": False}}
+    monkeypatch.setattr(generation, "_unless_unjudgeable",
+                        lambda ctx, v, real=generation._unless_unjudgeable: real(
+                            type("Ctx", (), {"findings": {"numerics": moving}})(), v))
+    record = _planted(monkeypatch, "flip")
+    assert not [b for b in record.blockers if b.kind is ReasonKind.NUMERICS], record.blockers
+    eager = record.generation["eager"]
+    assert eager["verdict"] == "not_judged" and "moves with the seed" in eager["why"]
