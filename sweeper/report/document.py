@@ -1,18 +1,20 @@
 """report.md as a document: the header, the caveats, the headline sections (summary,
 stages, failing models) and the order and headings of every section.
 
-The tables under the headings are ``report.tables``'s. The text depends only on the
-records and sweep.json (no clock, no paths of this machine), so the same sweep always
-renders the same report.
+The tables under the headings are ``report.tables``'s; the long sections after the first
+screen are ``report.budget``'s, each cut to its row budget with a link to its page. The
+text depends only on the records and sweep.json (no clock, no paths of this machine), so
+the same sweep always renders the same report.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sweeper.report import cause_tables, formats, generation, lowering_plan, pages, quantization, shapes, tables
+from sweeper.report import budget, cause_tables, generation, lowering_plan, pages, quantization, tables
 from sweeper.report.aggregate import STAGE_STATUSES
 from sweeper.report.analysis import Analysis, checks_line
+from sweeper.report.budget import ROWS
 from sweeper.report.escape import code, md, num, pct, table
 from sweeper.report.load import CATEGORIES
 from sweeper.report.meta import CODE_ROWS, all_versions, device_name, identity_rows
@@ -30,23 +32,6 @@ LOWERING_TOOL_INTRO = (
     "Ops the device profile calls native that the lowering tool failed on, and graphs it failed on without naming an "
     "op (one row per failing graph: its hash and failure signature): material for upstream bug reports, not chip "
     "gaps. Each record keeps the full diagnostic; reproducers are under `" + REPROS + "/` when the sweep wrote them."
-)
-HARNESS_INTRO = (
-    "Failures that are sweeper's own (input rules, config shrink, host-side memory or time): our bug list, "
-    "target 0. {count} model(s) have at least one; for {deciding} of them it decides the outcome (the *harness* row "
-    "of Outcomes), for the rest a device blocker decides it."
-)
-GRAPH_BREAKS_INTRO = (
-    "What broke compiled graphs, by cause, the one breaking the most models first. Compile runs as a user's "
-    "`torch.compile` does: the op at a break runs eagerly on the device, and a model that compiles with breaks "
-    "passes (*passing*); `--whole-graph` asks for one graph instead."
-)
-BREAKDOWN_INTRO = (
-    "*Passing end to end*: models that pass every stage; the *end-to-end pass rate* divides them by the models "
-    "tried, and *downloads passing* is their share of the group's downloads (formats that are not PyTorch left out, "
-    "as in the Summary). The *device pass rate* counts device verdicts only (a pass, or a failure the device causes): "
-    "a model the lowering tool, the harness or the model itself stops is outside it. The tables by model type and "
-    "by task read the same."
 )
 MAX_LINES = 300  # report.md's length past which sections that can say less do
 CHART_TITLES = {
@@ -194,7 +179,6 @@ def links_to_hub(a: Analysis) -> bool:
 
 
 FIX_NEXT_ROWS = 10  # steps of the plan on the first screen; the plan page has them all
-SHORT = 8  # rows of a table in report.md before "the rest on its page"
 
 
 def render(a: Analysis, *, charts: list[str]) -> str:
@@ -210,8 +194,8 @@ def render(a: Analysis, *, charts: list[str]) -> str:
     parts += [
         "## Lowering-tool bugs by diagnostic",
         TOOL_INTRO.format(version=_tool_version(a)),
-        cause_tables.tool_table(tool.head(SHORT), weighted=w, link=link, shown=SHORT),
-        _more(len(tool), SHORT, "lowering-tool bugs, with every reproducer", pages.REPROS),
+        cause_tables.tool_table(tool.head(ROWS), weighted=w, link=link, shown=ROWS),
+        budget.more(len(tool), ROWS, "lowering-tool bugs, with every reproducer", pages.REPROS),
         "## Dtypes and features the device lacks",
         GAPS_INTRO,
         cause_tables.gap_table(a.data, gaps, weighted=w, link=link),
@@ -223,29 +207,14 @@ def render(a: Analysis, *, charts: list[str]) -> str:
         NOT_TESTED_INTRO,
         tables.not_tested(a.not_tested, weighted=w, link=link),
     ]
-    if not a.formats.empty:  # a section only when the catalog has such repos
-        parts += ["## Not PyTorch formats", formats.INTRO, formats.render(a.formats, weighted=w)]
+    parts += budget.not_pytorch(a)  # a section only when the catalog has such repos
     quantized = quantization.render(quantization.table_of(a.data), weighted=w)
     if quantized:  # a section only when the sweep has quantized repos
         parts += ["## Quantization", quantized]
-    parts += _ours(a, link=link)
-    parts += [
-        "## CPU fallbacks",
-        "Ops that ran on the host instead of the device (eager fallback), with the calls counted.",
-        tables.per_item(a.fallbacks.head(SHORT), "op", "op", weighted=w, link=link, as_code=True, what="CPU fallbacks"),
-        _more(len(a.fallbacks), SHORT, "CPU fallbacks", pages.DETAIL),
-        "## Graph breaks",
-        GRAPH_BREAKS_INTRO,
-        tables.graph_breaks(a.breaks.head(SHORT), weighted=w, link=link),
-        _more(len(a.breaks), SHORT, "graph-break causes", pages.DETAIL),
-        "## Numerics",
-        tables.numerics(a.numerics, weighted=w, link=link),
-        "## Shapes",
-        shapes.render(a.shapes, link=link),
-        "## By library",
-        BREAKDOWN_INTRO.replace("every stage;", f"every stage ({generation.END_TO_END});") if a.generation else BREAKDOWN_INTRO,
-        tables.breakdown(a.by_library, "library_name", weighted=w),
-    ]
+    parts += budget.ours(a, link=link)
+    parts += budget.fallbacks_and_breaks(a, link=link)
+    parts += budget.numerics_and_shapes(a, link=link)
+    parts += budget.by_library(a)
     if charts:
         parts += ["## Charts", *(f"![{CHART_TITLES.get(c, c)}](charts/{c})" for c in charts)]
     parts += ["## More", pages.index_text(a)]
@@ -278,22 +247,3 @@ def _tool_version(a: Analysis) -> str:
     """The lowering tool as the records name it (``Torch-MLIR 20261001``)."""
     versions = all_versions(a.data.meta, a.data.models).get("torch-mlir")
     return f"Torch-MLIR {' / '.join(versions)}" if versions else "its version not recorded"
-
-
-def _more(total: int, shown: int, what: str, page: str) -> str:
-    """``All 23 lowering-tool bugs: [details/x.md](details/x.md).`` when a table was cut."""
-    return f"All {num(total)} {what}: [{page}]({page})." if total > shown else ""
-
-
-def _ours(a: Analysis, *, link: bool) -> list[str]:
-    """Harness and model failures, only when a model has one (each figure with its meaning)."""
-    out = []
-    if a.overview["harness_models"]:
-        out += ["## Harness failures", HARNESS_INTRO.format(count=num(a.overview["harness_models"]),
-                                                            deciding=num(a.overview["categories"].get("harness", 0))),
-                tables.findings(a.harness, weighted=a.weighted, link=link, what="harness failures")]
-    if not a.model.empty:
-        out += ["## Model failures",
-                "Failures the CPU control repeats with the model's own (unshrunk) configuration: the model's, not "
-                "the device's.", tables.findings(a.model, weighted=a.weighted, link=link, what="model failures")]
-    return out

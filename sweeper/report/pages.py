@@ -1,10 +1,12 @@
 """The report's detail pages: what report.md keeps short, whole, one click away.
 
 report.md answers "what do we fix next?" on its first screen and keeps every other table
-short; the full tables live beside it in ``details/`` (the plan with each step's models,
-every lowering-tool bug with every reproducer, ops by downloads blocked, compile problems
-with their full messages, the breakdowns by model type and task, every failing model with
-the models that share its build). Links from a page to the sweep folder go up one level.
+to its row budget (``report.budget``); the full tables live beside it in ``details/`` (the
+plan with each step's models, every lowering-tool bug with every reproducer, ops by
+downloads blocked, compile problems with their full messages, fallbacks and breaks,
+numerics, shapes, the breakdowns by model type, task and library, every failing model with
+the models that share its build and every harness and model failure, the formats that are
+not PyTorch). Links from a page to the sweep folder go up one level.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.report import cause_tables, generation, lowering_plan, tables
+from sweeper.report import cause_tables, formats, generation, lowering_plan, numerics, shapes, tables
 from sweeper.report.analysis import Analysis
 from sweeper.report.escape import compact, md, model_link, num, table
 from sweeper.report.root_causes import cause_models
@@ -24,10 +26,14 @@ PLAN = f"{DETAILS}/plan.md"
 REPROS = f"{DETAILS}/lowering-tool.md"
 OPS = f"{DETAILS}/ops.md"
 DETAIL = f"{DETAILS}/fallbacks-and-breaks.md"
+NUMERICS = f"{DETAILS}/numerics.md"
+SHAPES = f"{DETAILS}/shapes.md"  # only when the sweep ran the shapes stage
 PROBLEMS = f"{DETAILS}/compile-problems.md"
 TYPES = f"{DETAILS}/model-types.md"
 TASKS = f"{DETAILS}/tasks.md"
+LIBRARIES = f"{DETAILS}/libraries.md"
 MODELS = f"{DETAILS}/failing-models.md"
+FORMATS = f"{DETAILS}/formats.md"  # only when the catalog has repos in formats that are not PyTorch
 GENERATION = f"{DETAILS}/generation.md"  # only when a model generates
 UP = "../"  # a page's links into the sweep folder (reproducers, the page)
 
@@ -37,35 +43,51 @@ INDEX = [
     (OPS, "Ops by downloads blocked", "each op's blocked models and what else blocks them (not the fix order)"),
     (PROBLEMS, "Compile problems", "every compile problem with its full message"),
     (DETAIL, "CPU fallbacks and graph breaks", "all of them"),
+    (NUMERICS, "Numerics", "the largest differences from the CPU's and every nondeterministic model"),
+    (SHAPES, "Shapes", "every failure at a shape and every model whose padding differs"),
     (TYPES, "By model type", "outcomes per model type"),
     (TASKS, "By task", "outcomes per task"),
-    (MODELS, "Failing models", "every failing model by rank, with the models that share its build"),
+    (LIBRARIES, "By library", "outcomes per library"),
+    (MODELS, "Failing models", "every failing model by rank, with the models that share its build, and every harness "
+                               "and model failure"),
+    (FORMATS, "Not PyTorch formats", "every format, with its repos' downloads"),
+    (GENERATION, "Generation", "every model that generates, with each mode's verdict"),
 ]
 
 
 def index_text(a: Analysis) -> str:
     """report.md's list of the detail pages, and the page with every model."""
-    lines = [f"- [{title}]({path}): {what}." for path, title, what in INDEX]
-    if a.generation is not None:
-        lines.append(f"- [Generation]({GENERATION}): every model that generates, with each mode's verdict.")
+    lines = [f"- [{title}]({path}): {what}." for path, title, what in INDEX if path in _written(a)]
     lines.append(f"- [index.html](index.html): all {num(len(a.data.models))} models, searchable by id, model type or op "
                  "(open it in a browser, or `sweep serve` this folder); every record: [records.parquet](records.parquet).")
     return "\n".join(lines)
+
+
+def _written(a: Analysis) -> set[str]:
+    """The pages this sweep has: some only when it has what they list."""
+    return {PLAN, REPROS, OPS, PROBLEMS, DETAIL, NUMERICS, TYPES, TASKS, LIBRARIES, MODELS,
+            *([SHAPES] if a.shapes is not None else []), *([FORMATS] if not a.formats.empty else []),
+            *([GENERATION] if a.generation is not None else [])}
 
 
 def write_pages(a: Analysis, folder: Path, *, link: bool) -> list[str]:
     """Write every detail page into ``folder`` (the staged ``details/``); their names."""
     writers: dict[str, Callable[[Analysis, bool], str]] = {
         PLAN: plan_page, REPROS: tool_page, OPS: ops_page, PROBLEMS: problems_page, DETAIL: detail_page,
+        NUMERICS: lambda a, link: _page("Numerics", numerics.render(a.numerics, weighted=a.weighted, link=link)),
+        SHAPES: lambda a, link: _page("Shapes", shapes.render(a.shapes, link=link)),
         TYPES: lambda a, link: _breakdown_page(a, "By model type", a.by_model_type, "model_type"),
-        TASKS: lambda a, link: _breakdown_page(a, "By task", a.by_task, "pipeline_tag"), MODELS: models_page,
+        TASKS: lambda a, link: _breakdown_page(a, "By task", a.by_task, "pipeline_tag"),
+        LIBRARIES: lambda a, link: _breakdown_page(a, "By library", a.by_library, "library_name"),
+        MODELS: models_page, FORMATS: lambda a, link: _page(
+            "Not PyTorch formats", formats.INTRO, formats.render(a.formats, weighted=a.weighted)),
+        GENERATION: generation_page,
     }
-    if a.generation is not None:
-        writers[GENERATION] = generation_page
+    written = [path for path in writers if path in _written(a)]
     folder.mkdir(parents=True, exist_ok=True)
-    for path, write in writers.items():
-        (folder / Path(path).name).write_text(write(a, link), encoding="utf-8")
-    return list(writers)
+    for path in written:
+        (folder / Path(path).name).write_text(writers[path](a, link), encoding="utf-8")
+    return written
 
 
 def _page(title: str, *parts: str) -> str:
@@ -159,8 +181,20 @@ def models_page(a: Analysis, link: bool) -> str:
         return _page("Failing models", "_No model failed._")
     body = tables.model_table(failing, a.data.stages, weighted=a.weighted, link=link)
     shared = _same_build(m, failing)
-    return _page("Failing models", body, "## Models that share a failing model's build",
+    ours = _ours(a, link)  # first: the table of every failing model can be 100,000 rows long
+    return _page("Failing models", *ours, "## Every failing model, by rank" if ours else "", body,
+                 "## Models that share a failing model's build",
                  "Models built from one default config are one build: one check stands for all of them.", shared)
+
+
+def _ours(a: Analysis, link: bool) -> list[str]:
+    """Every harness and model failure (report.md keeps its row budget of them)."""
+    out = []
+    for title, frame in (("Harness failures", a.harness), ("Model failures", a.model)):
+        if not frame.empty:
+            text = tables.findings(frame, weighted=a.weighted, link=link, what=title.lower(), shown=len(frame))
+            out += [f"## {title}", text.replace("](repros/", f"]({UP}repros/")]  # reproducers are up one level
+    return out
 
 
 def _same_build(m: pd.DataFrame, failing: pd.DataFrame) -> str:

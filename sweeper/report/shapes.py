@@ -38,7 +38,10 @@ INTRO = (
     "give the unpadded run's outputs on the real positions, on the device; a difference is the device's only when "
     "the CPU's own padded run agrees with its unpadded one."
 )
-PADDING_ROWS = 20
+# The padding outcomes in report.md's line, in the page's table's words (shorter where it explains).
+SAID = {("pass", ""): "same outputs on the real positions", ("fail", "device"): "differs on the device alone",
+        ("fail", "model"): "differs on the CPU too (the model's masking)", ("fail", ""): "differs (origin not proven)",
+        ("not_checked", ""): "not checked"}
 
 
 @dataclass
@@ -99,17 +102,19 @@ def shapes_view(data: SweepData) -> ShapesView | None:
     )
 
 
-def render(view: ShapesView | None, *, link: bool) -> str:
-    """The section's Markdown body."""
+def render(view: ShapesView | None, *, link: bool, rows: int | None = None, page: str = "") -> str:
+    """The section's Markdown body: whole (``rows`` None: the details page), or report.md's
+    short form: the verdicts, then one line each of the failures at a shape and the padding
+    outcomes, naming ``rows`` of each, and a link to ``page``."""
     if view is None:
         return "_The sweep did not run the shapes stage (`--stages` without `shapes`)._"
     w = view.weighted
     head = ["models", *(["downloads", "share of the downloads run"] if w else [])]
-    rows = []
+    verdicts = []
     for r in view.verdicts.itertuples(index=False):
         share = pct(r.downloads / view.total_downloads) if view.total_downloads else pct(None)
-        rows.append([md(VERDICT_LABELS[r.verdict]), num(r.models), *([compact(r.downloads), share] if w else [])])
-    parts = [INTRO, table(["shapes", *head], rows, "l" + "r" * len(head))]
+        verdicts.append([md(VERDICT_LABELS[r.verdict]), num(r.models), *([compact(r.downloads), share] if w else [])])
+    parts = [INTRO, table(["shapes", *head], verdicts, "l" + "r" * len(head))]
     parts.append(f"{num(view.ran)} models ran the stage; {num(view.not_reached)} did not reach it (an earlier stage "
                  "failed, or a compile with a blocker: another shape would only meet it again)."
                  + (f" {num(view.partial)} of the {num(view.ran)} are pipelines some of whose components ran it while "
@@ -119,9 +124,32 @@ def render(view: ShapesView | None, *, link: bool) -> str:
         parts.append(f"A workload of {view.workload_lengths} distinct lengths costs the models that recompile "
                      f"{num(view.static_compiles)} compiles in all ({view.workload_lengths} per graph of each model); "
                      f"one symbolic graph per graph would save {num(view.saved_compiles)}.")
-    parts += ["### Failures at a shape", _failures(view, link=link)]
-    parts += ["### Padding to buckets", _padding(view, link=link)]
+    if rows is not None:
+        return "\n\n".join([*parts, _short(view, link=link, rows=rows, page=page)])
+    parts += ["## Failures at a shape", _failures(view, link=link)]
+    parts += ["## Padding to buckets", _padding(view, link=link)]
     return "\n\n".join(parts)
+
+
+def _short(view: ShapesView, *, link: bool, rows: int, page: str) -> str:
+    """The failures at a shape and the padding outcomes in a line each, ``rows`` named."""
+    top = [f"{md(r.kind)}{' ' + code(r.op) if r.op else ''} ({md(r.origin)}, at {md(r.shapes)}, {num(r.models)} models)"
+           for r in view.failures.head(rows).itertuples(index=False)]
+    failures = (f"Failures at a shape by blocker ({num(len(view.failures))}): {', '.join(top)}." if top
+                else "No model failed at a shape.")
+    counts = []
+    for r in view.padding.itertuples(index=False):
+        said = f"{SAID.get((r.padding_status, r.padding_origin), r.padding_status)}: {num(r.models)}"
+        differ = view.padding_failures[view.padding_failures["padding_origin"].fillna("") == r.padding_origin]
+        if r.padding_status == "fail" and len(differ):  # name the models, as the page's table does
+            more = f" and {num(len(differ) - rows)} more" if len(differ) > rows else ""
+            said += f" ({', '.join(model_link(i, link=link) for i in differ['model_id'].head(rows))}{more})"
+        counts.append(said)
+    padding = (f"Padding to buckets: {'; '.join(counts)}." if counts
+               else "No model takes an attention mask over its length: padding was not checked.")
+    if view.failures.empty and view.padding.empty:  # the page would say no more
+        return f"{failures} {padding}"
+    return f"{failures} {padding} Each failure at a shape and each padding outcome, with downloads and models: [{page}]({page})."
 
 
 def _failures(view: ShapesView, *, link: bool) -> str:
@@ -145,15 +173,13 @@ def _padding(view: ShapesView, *, link: bool) -> str:
             for r in view.padding.itertuples(index=False)]  # fmt: skip
     text = table(["padding", "models", *(["downloads"] if view.weighted else [])], rows,
                  "lr" + ("r" if view.weighted else ""))
-    bad = view.padding_failures.head(PADDING_ROWS)
+    bad = view.padding_failures
     if not bad.empty:
         listed = [[model_link(r.model_id, link=link), *([compact(r.downloads)] if view.weighted else []),
                    md(r.padding_origin or "not proven"), code(r.padding_output) if r.padding_output else ""]
                   for r in bad.itertuples(index=False)]  # fmt: skip
         headers = ["model", *(["downloads"] if view.weighted else []), "whose", "output that differs"]
         text += "\n\n" + table(headers, listed, "l" + ("r" if view.weighted else "") + "ll")
-        if len(view.padding_failures) > len(bad):
-            text += f"\n\n…and {num(len(view.padding_failures) - len(bad))} more (see records.parquet)."
     return text
 
 

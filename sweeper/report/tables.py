@@ -1,5 +1,5 @@
-"""The report's tables: roadmap, reasons, findings, fallbacks, numerics,
-breakdowns, failing models.
+"""The report's tables: roadmap, reasons, findings, fallbacks, breakdowns, failing models
+(numerics' are ``report.numerics``'s).
 
 Each function takes aggregated frames and returns one section's Markdown body; every
 outside string goes through ``escape`` on the way in. ``report.document`` puts them in
@@ -134,7 +134,7 @@ def features(frame: pd.DataFrame, *, weighted: bool, link: bool) -> str:
     return long_table(keep, rows, "feature gaps")
 
 
-def findings(frame: pd.DataFrame, *, weighted: bool, link: bool, what: str) -> str:
+def findings(frame: pd.DataFrame, *, weighted: bool, link: bool, what: str, shown: int = SHOWN) -> str:
     """Blockers of one origin by kind and op, with a sample message (every blocker, not only
     first ones). A lowering-tool failure that names no op is a row per failing graph: what it
     is about, its failure signature and its reproducer (``report.findings``)."""
@@ -147,7 +147,7 @@ def findings(frame: pd.DataFrame, *, weighted: bool, link: bool, what: str) -> s
     keep = _dl(weighted, headers)
     if not frame["repro"].astype(bool).any():
         keep.remove("reproducer")
-    return long_table(keep, _rows(frame, cells, headers, keep), what)
+    return long_table(keep, _rows(frame, cells, headers, keep), what, shown=shown)
 
 
 def subject_cell(op: str, graph: str, signature: str) -> str:
@@ -259,72 +259,3 @@ MODEL_TABLE_COLUMNS = [
     "rank", "model_id", "downloads", "status", "reason_kind", "reason_op", "reason_message", "blocker_count", "repro",
     "key", "architecture",
 ]  # fmt: skip
-
-
-def numerics(n: dict[str, Any], *, weighted: bool, link: bool) -> str:
-    """The spread of max |device − cpu| over forward outputs, and the models furthest off."""
-    if not n["compared"]:
-        return "_No model ran its forward on both the device and the CPU._" + _grads_and_random(n, weighted, link)
-    tolerance = ""
-    if n.get("atol") is not None:
-        rtol = f", rtol {n['rtol']:g}" if n.get("rtol") not in (None, n["atol"]) else ""
-        tolerance = f" (atol {n['atol']:g}{rtol} × the output's scale, {md(n.get('dtype') or 'float32')})"
-    intro = (f"{num(n['compared'])} models ran their forward on the device and on the CPU "
-             "(the difference is the largest |device − cpu| over the float outputs); "
-             f"{num(n['identical'])} match bit for bit, and {num(n['over_tolerance'])} fail with `numerics`: past the "
-             f"tolerance{tolerance} and past what the CPU's own error and the device's declared math allow"
-             + (f" (the {num(extra)} past the tolerance but within them are below)." if (extra := (
-                 n.get("within_noise") or 0) + (n.get("within_precision") or 0)) else ")."))
-    headers = ["max abs difference", "models", "downloads"]
-    keep = _dl(weighted, headers)
-    spread = table(keep, _rows(n["buckets"], lambda r: [r.difference, num(r.models), compact(r.downloads)],
-                               headers, keep), align_for(keep))
-    worst = n["worst"]
-    if worst.empty:
-        return f"{intro}\n\n{spread}" + _grads_and_random(n, weighted, link)
-    headers = ["model", "downloads", "max abs difference", "outcome"]
-
-    def cells(r: Any) -> list[Any]:
-        outcome = "over tolerance" if r.over_tolerance else f"{r.status}" + (f" ({md(r.reason_kind)})" if
-                                                                          isinstance(r.reason_kind, str) else "")
-        diff = "not finite" if pd.isna(r.max_abs_diff) else f"{r.max_abs_diff:.3g}"
-        return [model_link(r.model_id, link=link), compact(r.downloads), diff, outcome]
-
-    keep = _dl(weighted, headers)
-    largest = table(keep, _rows(worst, cells, headers, keep), align_for(keep))
-    return f"{intro}\n\n{spread}\n\nThe largest differences:\n\n{largest}" + _grads_and_random(n, weighted, link)
-
-
-def _grads_and_random(n: dict[str, Any], weighted: bool, link: bool) -> str:
-    """Gradient comparisons and nondeterministic models, when the sweep has any."""
-    parts = []
-    if n.get("within_noise"):
-        parts.append(f"{num(n['within_noise'])} model(s) differ past the tolerance but within a small multiple of the "
-                     "CPU reference's own error (a second CPU run with the same seed; in float32 sweeps also the "
-                     "distance of both results from a float64 CPU run): recorded as `numerics.within_noise`, "
-                     "not failures.")
-    if n.get("within_precision"):
-        parts.append(f"{num(n['within_precision'])} model(s) differ past the tolerance but within the device's declared "
-                     "float32 math (their distance from a float64 CPU run is within a small multiple of a CPU run "
-                     "computing in that math, e.g. TF32 convolutions): recorded as `numerics.within_precision`, "
-                     "not failures; `--strict-float32` shows them in exact float32.")
-    if n.get("grads_compared"):
-        worst = n["grads_worst"]
-        parts.append(f"Gradients after backward: {num(n['grads_compared'])} models compared with the CPU's, "
-                     f"{num(n['grads_over_tolerance'])} past the tolerance and fail with `numerics` on the backward "
-                     f"stage; the largest relative difference is {_diff(worst['max_rel'])} "
-                     f"({model_link(worst['model_id'], link=link)}).")
-    random = n.get("nondeterministic")
-    if random is not None and len(random):
-        headers = ["model", "downloads", "device − cpu", "cpu − cpu"]
-        keep = _dl(weighted, headers)
-        rows = _rows(random, lambda r: [model_link(r.model_id, link=link), compact(r.downloads),
-                                        _diff(r.max_abs_diff), _diff(r.nondeterministic_diff)], headers, keep)
-        parts.append(f"{num(len(random))} nondeterministic models: two CPU runs differ past the tolerance (their "
-                     "output moves with the RNG state), so the device is not judged on them and they do not fail:"
-                     f"\n\n{table(keep, rows, align_for(keep))}")
-    return "".join(f"\n\n{p}" for p in parts)
-
-
-def _diff(value: Any) -> str:
-    return "not finite" if value is None or pd.isna(value) else f"{value:.3g}"

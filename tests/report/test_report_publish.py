@@ -29,10 +29,13 @@ def test_publish_to_a_folder_is_self_contained(tmp_path: Path) -> None:
         "details/compile-problems.md",  # the pages report.md links to travel with it
         "details/failing-models.md",
         "details/fallbacks-and-breaks.md",
+        "details/libraries.md",
         "details/lowering-tool.md",
         "details/model-types.md",
+        "details/numerics.md",
         "details/ops.md",
         "details/plan.md",
+        "details/shapes.md",
         "details/tasks.md",
         "index.html",
         "records.parquet",

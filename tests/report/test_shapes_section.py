@@ -84,9 +84,10 @@ def _number(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-def check_report(report: str, records: list[dict], *, weighted: bool = True) -> dict[str, Any]:
+def check_report(report: str, records: list[dict], *, page: str | None = None, weighted: bool = True) -> dict[str, Any]:
     """Assert the section's verdict table, workload line and failure and padding counts
-    against ``recompute``; returns the recomputed figures."""
+    against ``recompute``: the tables of failures and padding on the details page (``page``),
+    or in report.md where it was rendered before the page held them; returns the figures."""
     want = recompute(records)
     section = _section(report)
     for verdict, label in VERDICTS.items():
@@ -99,11 +100,15 @@ def check_report(report: str, records: list[dict], *, weighted: bool = True) -> 
     # One count of the models that ran the stage: those with a verdict, the rest said apart.
     ran = sum(n for n, _ in want["verdicts"].values())
     assert f"{ran:,} models ran the stage; {len(records) - ran:,} did not reach it" in section
-    failures = section.split("### Failures at a shape", 1)[1].split("### Padding", 1)[0]
+    if page is not None:  # report.md's line counts the padding outcomes the page's table has
+        said = dict(re.findall(r"(same outputs on the real positions|not checked|differs[^:;]*): ([\d,]+)", section))
+        assert sorted(_number(n) for n in said.values()) == sorted(want["padding"].values()), said
+    whole = page if page is not None else section
+    failures = whole.split("# Failures at a shape\n", 1)[1].split("# Padding", 1)[0]
     rows = re.findall(r"^\| ([\w\\]+) \| (?:`([^`]*)`)? \| ([\w\\]+) \| [^|]* \| ([\d,]+) \|", failures, re.M)
     plain = {(k.replace("\\", ""), o, g.replace("\\", "")): _number(n) for k, o, g, n in rows}
     assert plain == want["failures"]
-    padding = section.split("### Padding to buckets", 1)[1]
+    padding = whole.split("# Padding to buckets\n", 1)[1]
     counts = [_number(n) for n in re.findall(r"^\| (?:same|differs|not checked)[^|]* \| ([\d,]+) \|", padding, re.M)]
     assert sorted(counts) == sorted(want["padding"].values())
     return want
@@ -115,14 +120,20 @@ def test_the_shapes_section_counts_what_the_records_hold(tmp_path: Path):
     write_report(tmp_path)
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
-    want = check_report(report, records)
+    page = (tmp_path / "details" / "shapes.md").read_text(encoding="utf-8")
+    want = check_report(report, records, page=page)
     assert want["verdicts"]["static"] == (4, 9200) and want["workload"] == 8 + 24 + 8 + 8
     assert want["failures"] == {("unsupported_op", "aten::upsample_bilinear2d", "device"): 1,
                                 ("numerics", "", "device"): 1}
     section = _section(report)
-    assert "| [org/pad-model]" in section or "| org/pad-model" in section
-    assert "`last_hidden_state`" in section  # the output that differs is named
-    assert "longer" in section.split("### Failures at a shape", 1)[1]  # the shape it failed at
+    # report.md: each blocker and each model whose padding differs in a line, the tables on the page.
+    assert "Failures at a shape by blocker (2): unsupported\\_op `aten::upsample_bilinear2d` (device, at longer, " \
+           "1 models)" in section
+    assert "differs on the CPU too (the model's masking): 1 ([org/pad-model]" in section
+    assert "[details/shapes.md](details/shapes.md)" in section
+    assert "### " not in section and section.count("| --- |") == 1  # the verdicts' table alone
+    assert "| [org/pad-model]" in page and "`last_hidden_state`" in page  # the output that differs is named
+    assert "longer" in page.split("## Failures at a shape", 1)[1]  # the shape it failed at
     summary = json.loads((tmp_path / "summary.json").read_text())["shapes"]
     assert summary["static_compiles"] == want["workload"] and summary["saved_compiles"] == want["saved"]
 
@@ -138,9 +149,11 @@ def test_a_sweep_without_the_stage_says_so(tmp_path: Path):
 def test_the_published_reports_shapes_section_agrees_with_their_records(folder: Path):
     records = [json.loads(line) for line in (folder / "records.jsonl").read_text(encoding="utf-8").splitlines() if line]
     report = (folder / "report.md").read_text(encoding="utf-8")
+    shapes_page = folder / "details" / "shapes.md"  # absent from a report rendered before it had the page
+    page = shapes_page.read_text(encoding="utf-8") if shapes_page.is_file() else None
     if "shapes" not in json.loads((folder / "sweep.json").read_text(encoding="utf-8"))["config"]["stages"]:
         # Swept before the stage existed: no record has shapes findings to count.
         assert not any(r.get("shapes") for r in records)
         return
-    want = check_report(report, records)
+    want = check_report(report, records, page=page)
     assert sum(n for n, _ in want["verdicts"].values()) > 0  # the stage ran in the published sweep
