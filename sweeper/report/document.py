@@ -24,15 +24,6 @@ NOT_TESTED_INTRO = (
     "Environment outcomes (gated, remote code, unsupported library, download, missing dependency, config error) and "
     "skips: the device was never tried, so they are outside the device pass rate."
 )
-ROADMAP_INTRO = (
-    "Operators ranked by the {measure} of the failing models they block. *Only blocker of*: models "
-    "that would pass if this op alone were lowered."
-)
-LOWERING_TOOL_INTRO = (
-    "Ops the device profile calls native that the lowering tool failed on, and graphs it failed on without naming an "
-    "op (one row per failing graph: its hash and failure signature): material for upstream bug reports, not chip "
-    "gaps. Each record keeps the full diagnostic; reproducers are under `" + REPROS + "/` when the sweep wrote them."
-)
 MAX_LINES = 300  # report.md's length past which sections that can say less do
 CHART_TITLES = {
     "pass_rate_by_stage.png": "Pass rate by stage",
