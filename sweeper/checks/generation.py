@@ -76,11 +76,11 @@ def plan_on_cpu(model: Any, inputs: dict[str, Any], *, seed: int) -> GenerationP
     kind = "encoder-decoder" if getattr(config, "is_encoder_decoder", False) else "decoder-only"
     options = _options(generator)
     started = time.perf_counter()
-    with seeded(seed), torch.no_grad(), _generation_config(generator, cache=None):
-        out = generator.generate(**prompt, **options)
+    with seeded(seed), torch.no_grad(), _generation_config(generator, cache=None, options=options):
+        out = generator.generate(**prompt)
     tokens = _new_tokens(out, prompt, kind)
     return GenerationPlan(kind=kind, prompt=prompt, options=options, tokens=tokens,
-                          logits=[t.detach().clone() for t in (out.logits or ())],
+                          logits=[t.detach().clone() for t in _logits(out)],
                           seconds=time.perf_counter() - started)
 
 
@@ -103,12 +103,15 @@ def _options(generator: Any) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _generation_config(generator: Any, *, cache: str | None) -> Any:
-    """The model's generation config with ``cache_implementation`` set as asked and
-    transformers' own automatic compilation off (the stage compiles as the recipe says, so
-    it counts every compile itself); restored afterwards."""
+def _generation_config(generator: Any, *, cache: str | None, options: dict[str, Any]) -> Any:
+    """The model's generation config with ``options`` and ``cache_implementation`` set as
+    asked and transformers' own automatic compilation off (the stage compiles as the recipe
+    says, so it counts every compile itself); restored afterwards. The options go in the
+    config, not as keywords: a model's own ``generate`` (BLIP's) passes some of them itself."""
     kept = generator.generation_config
     changed = copy.deepcopy(kept)
+    for name, value in options.items():
+        setattr(changed, name, value)
     changed.cache_implementation = cache
     changed.use_cache = True
     with contextlib.suppress(AttributeError):
@@ -123,8 +126,8 @@ def _generation_config(generator: Any, *, cache: str | None) -> Any:
 def _new_tokens(out: Any, prompt: dict[str, Any], kind: str) -> torch.Tensor:
     """The tokens generate added: after the prompt for a decoder-only model, after the
     decoder's start token for an encoder-decoder (whose output starts the decoder)."""
-    sequences = out.sequences
-    new = len(out.logits or ()) or NEW_TOKENS
+    sequences = out if isinstance(out, torch.Tensor) else out.sequences
+    new = len(_logits(out)) or NEW_TOKENS
     if kind == "decoder-only" and "input_ids" in prompt:
         return sequences[:, prompt["input_ids"].shape[-1]:]
     return sequences[:, -new:]
@@ -155,10 +158,19 @@ def run(ctx: Any, plan: GenerationPlan) -> dict[str, Any]:
             raise
         finally:
             entry["seconds"] = round(time.perf_counter() - started, 3)
+        if mode == "compiled" and not entry.get("compiles_per_step"):
+            # The forward was never called: compiling it compiled nothing, so no verdict.
+            found["modes"].remove(mode)
+            found["compiled_not_run"] = (f"{found['class']}.generate does not call its own forward (it decodes "
+                                         "through a sub-model), so the compiled forward never ran")
+            del found[mode]
+            continue
         verdicts[mode] = _unless_unjudgeable(ctx, judge(_new_tokens(out, plan.prompt, plan.kind), plan.tokens,
-                                                         plan.logits, list(out.logits or ()), tol))
+                                                         plan.logits, _logits(out), tol))
         entry.update(verdicts[mode].to_dict())
-        entry["cache"] = type(_cache_of(out)).__name__
+        cache = _cache_of(out)
+        if cache is not None:
+            entry["cache"] = type(cache).__name__
     found["tokens_equal"] = all(v.tokens_equal for v in verdicts.values())
     found["ties"] = [m for m, v in verdicts.items() if v.verdict == "tie"]
     wrong = [(m, v) for m, v in verdicts.items() if not v.passed]
@@ -198,8 +210,9 @@ class RecompilesPerTokenError(SweeperError):
 
 def _eager(ctx: Any, generator: Any, prompt: dict[str, Any], plan: GenerationPlan, entry: dict[str, Any]) -> Any:
     """``generate`` on the device with the model's default cache."""
-    with seeded(ctx.cfg.materialise.seed), torch.no_grad(), _generation_config(generator, cache=None):
-        out = generator.generate(**prompt, **plan.options)
+    with seeded(ctx.cfg.materialise.seed), torch.no_grad(), _generation_config(generator, cache=None,
+                                                                                  options=plan.options):
+        out = generator.generate(**prompt)
     ctx.device.synchronize()
     return out
 
@@ -230,8 +243,8 @@ def _compiled(ctx: Any, generator: Any, prompt: dict[str, Any], plan: Generation
     generator.forward = counted
     try:
         with seeded(ctx.cfg.materialise.seed), torch.no_grad(), \
-                _generation_config(generator, cache="static" if static else None):
-            out = generator.generate(**prompt, **plan.options)
+                _generation_config(generator, cache="static" if static else None, options=plan.options):
+            out = generator.generate(**prompt)
         ctx.device.synchronize()
     except Exception as exc:
         if _recompiled_every_step(steps):
@@ -243,9 +256,17 @@ def _compiled(ctx: Any, generator: Any, prompt: dict[str, Any], plan: Generation
     return out
 
 
+def _logits(out: Any) -> list[torch.Tensor]:
+    """The raw logits per step of a generate output (none where a model's own ``generate``
+    returns the tokens alone, as BLIP's does)."""
+    return [] if isinstance(out, torch.Tensor) else list(getattr(out, "logits", None) or ())
+
+
 def _cache_of(out: Any) -> Any:
     """The cache generate decoded with (``cache``; ``past_key_values`` before transformers
     named it so)."""
+    if isinstance(out, torch.Tensor):
+        return None
     found = out.get("cache") if hasattr(out, "get") else None
     return found if found is not None else getattr(out, "past_key_values", None)
 

@@ -89,6 +89,9 @@ class StageContext:
     # The generate stage's prompt and the CPU's tokens, made at load while the model is on
     # the CPU (None: not made; a model that does not generate has no generate stage).
     generation_plan: generation.GenerationPlan | None = None
+    # Why the CPU could not generate at load: the generate stage raises it (its CPU control
+    # then says whose it is); the other stages run as before.
+    generation_failed: Exception | None = None
     # A pipeline's images on the CPU from its sampling entry (``Built.sample``), made at load.
     sampling_plan: sampling.SamplingPlan | None = None
     # When the model's check began (``time.perf_counter``): a stage's own time limit ends
@@ -128,8 +131,12 @@ def load(ctx: StageContext) -> None:
         if drawn:
             _numerics(ctx, "random_ops", _distinct(drawn))
     if "generate" in wanted and generation.generator_of(ctx.built.model) is not None:
-        with pristine(ctx.built.model):
-            ctx.generation_plan = generation.plan_on_cpu(ctx.built.model, ctx.built.inputs, seed=ctx.cfg.materialise.seed)
+        try:
+            with pristine(ctx.built.model):
+                ctx.generation_plan = generation.plan_on_cpu(ctx.built.model, ctx.built.inputs,
+                                                             seed=ctx.cfg.materialise.seed)
+        except Exception as exc:  # noqa: BLE001 - the generate stage's failure, not the load's
+            ctx.generation_failed = exc
     if ctx.reference_of is None and "shapes" in wanted:
         with pristine(ctx.built.model):
             ctx.shape_plan = shapes.plan_on_cpu(ctx.built.model, ctx.built.inputs, config=ctx.built.config,
@@ -556,6 +563,8 @@ def generate_stage(ctx: StageContext) -> None:
             raise RuntimeError("the generate stage ran without the CPU's images to judge it by")
         sampling.run_sampling(ctx, sampled)
         return
+    if ctx.generation_failed is not None:
+        raise ctx.generation_failed
     plan = ctx.generation_plan
     if plan is None and ctx.device.torch_device == "cpu":  # a CPU control: the reference is this very device
         plan = generation.plan_on_cpu(built.model, built.inputs, seed=ctx.cfg.materialise.seed)

@@ -51,8 +51,10 @@ def compare(old: SweepData, new: SweepData, *, folders: tuple[Path, Path] | None
     """Align two sweeps on model key and classify every change; with the two sweep
     ``folders``, each change also says why (``why_rows``)."""
     stages = [s for s in new.stages if s in old.stages]
+    added = [s for s in new.stages if s not in old.stages]  # a stage the old sweep did not run (generate)
     pick = COLS + [f"stage_{s}" for s in stages]
-    both = old.models[pick].merge(new.models[pick], on="key", suffixes=("_old", "_new"), how="inner")
+    both = old.models[pick].merge(new.models[pick + [f"stage_{s}" for s in added]], on="key",
+                                  suffixes=("_old", "_new"), how="inner")
     both = both.sort_values(["rank_new", "key"], na_position="last", kind="stable")
     usable = ~both["category_new"].isin(["environment", "skip"])
     stage_rows, went_bad, went_good = [], pd.Series("", index=both.index), pd.Series("", index=both.index)
@@ -63,6 +65,10 @@ def compare(old: SweepData, new: SweepData, *, folders: tuple[Path, Path] | None
         went_bad = went_bad.where(~bad | (went_bad != ""), s)
         went_good = went_good.where(~good | (went_good != ""), s)
         stage_rows.append({"stage": s, "fixed": int(good.sum()), "regressed": int(bad.sum())})
+    for s in added:  # a model that passed every stage before and fails the new one regressed there
+        bad = (both["category_old"] == "pass") & both[f"stage_{s}"].isin(BAD) & usable
+        went_bad = went_bad.where(~bad | (went_bad != ""), f"{s} (new stage)")
+        stage_rows.append({"stage": f"{s} (new stage)", "fixed": 0, "regressed": int(bad.sum())})
     both["stage_bad"], both["stage_good"] = went_bad, went_good
     was_pass, now_pass = both["category_old"] == "pass", both["category_new"] == "pass"
     regressed = (was_pass & ~now_pass & usable) | (went_bad != "")
