@@ -9,6 +9,7 @@ import pytest
 from report_factory import meta, reason, record, write_sweep
 from test_report_markdown import section
 
+from sweeper.records import StageResult, Status
 from sweeper.report.commands import diff_command
 from sweeper.settings.errors import UsageError
 
@@ -125,3 +126,18 @@ def test_diff_of_sweeps_without_fingerprints_has_no_why(tmp_path: Path) -> None:
     old, new = sweeps(tmp_path)
     text, _ = diff_command(old, new, fail_on_regression=False)
     assert "Why checks ran again" not in text and "| why |" not in text
+
+
+def test_a_model_that_passed_before_a_stage_existed_and_fails_it_now_regressed_there(tmp_path: Path) -> None:
+    generated = {"kind": "decoder-only", "modes": ["eager", "compiled"], "eager": {"verdict": "equal"}}
+    old = write_sweep(tmp_path / "old", [record("a/llm", 1, 1000, task="text-generation"),
+                                         record("a/bert", 2, 900)])
+    failing = record("a/llm", 1, 1000, "fail", fail_at="generate", blockers=[reason(OP, "aten::index_copy")],
+                     task="text-generation", generation=generated)
+    failing.stages["shapes"] = StageResult(Status.PASS, 0.1)  # nothing needs generate: shapes still ran
+    new = write_sweep(tmp_path / "new", [failing, record("a/bert", 2, 900)])
+    text, _ = diff_command(old, new, fail_on_regression=False)
+    assert "| regressed | 1 |" in text
+    assert "a/llm](https://huggingface.co/a/llm) | generate (new stage) | pass | fail: unsupported\\_op `aten::index_copy` |" \
+        in section(text, "Regressed")
+    assert "| generate (new stage) | 0 | 1 |" in section(text, "Per stage")
