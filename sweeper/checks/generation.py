@@ -151,7 +151,13 @@ def run(ctx: Any, plan: GenerationPlan) -> dict[str, Any]:
         found[mode] = entry
         found["modes"].append(mode)
         try:
-            out = (_eager if mode == "eager" else _compiled)(ctx, generator, prompt, plan, entry)
+            # Its own recording: under --collect-all a mode runs on past the device's refusals,
+            # and the mode that met them must not read as passing.
+            with ctx.device.recording() as seen:
+                out = (_eager if mode == "eager" else _compiled)(ctx, generator, prompt, plan, entry)
+            if seen.blockers:
+                entry["blockers"] = sorted({" ".join(x for x in (b.kind.value, b.op or "") if x)
+                                            for b in seen.blockers})[:5]
         except Exception:
             # The tokens judged before this mode failed keep their verdict beside its failure.
             ctx.found_blockers.extend(_numerics_reason(m, v, tol) for m, v in verdicts.items() if not v.passed)
@@ -301,7 +307,7 @@ def _compile_counts(steps: list[int]) -> dict[str, Any]:
     recompiles = sum(later)
     return {"compiles_per_step": steps, "compiles": sum(steps), "recompiles": recompiles,
             "recompiles_per_token": round(recompiles / decode_steps, 3),
-            "recompiles_every_step": bool(later) and all(n > 0 for n in later)}
+            "recompiles_every_step": (bool(later) and all(n > 0 for n in later)) or _recompiled_every_step(steps)}
 
 
 def _numerics_reason(mode: str, verdict: TokenVerdict, tol: Any) -> Reason:

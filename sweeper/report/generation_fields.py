@@ -37,14 +37,22 @@ def generation_columns(generation: dict[str, Any] | None, blockers: Sequence[tup
     return (
         str(generation.get("kind") or "") or None,
         next((v for v in (generation.get("class"), generation.get("pipeline")) if isinstance(v, str)), None),
-        verdict(generation, "eager"),
-        verdict(generation, "compiled"),
+        verdict(generation, "eager", blockers),
+        verdict(generation, "compiled", blockers),
         static,
         recompiles if isinstance(recompiles, int) else None,
-        bool(compiled.get("recompiles_every_step")) if compiled is not None else None,
+        _every_step(compiled) if compiled is not None else None,
         ", ".join(str(n) for n in steps) if isinstance(steps, list) else None,
         describe(generation, blockers),
     )
+
+
+def _every_step(compiled: dict[str, Any]) -> bool:
+    """Whether compiled decoding compiled at every step after the first decode step, up to
+    a last step that failed (a record written before the flag counted that step)."""
+    steps = compiled.get("compiles_per_step")
+    later = steps[2:-1] if isinstance(steps, list) else []
+    return bool(compiled.get("recompiles_every_step")) or (len(later) >= 3 and all(n > 0 for n in later))
 
 
 def _mode(generation: dict[str, Any], mode: str) -> dict[str, Any] | None:
@@ -52,13 +60,20 @@ def _mode(generation: dict[str, Any], mode: str) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) else None
 
 
-def verdict(generation: dict[str, Any], mode: str) -> str | None:
-    """One mode's verdict; ``raised`` when the mode ran without reaching one, None when it
-    did not run."""
+def verdict(generation: dict[str, Any], mode: str, blockers: Sequence[tuple] = ()) -> str | None:
+    """One mode's verdict; ``raised`` when the mode ran without reaching one or ran on past
+    the device's refusals (``--collect-all``), None when it did not run. A record written
+    before each mode kept its own refusals: the stage's refusals (``blockers``, other than
+    a numerics verdict) are the compiled mode's, where the static cache is."""
     entry = _mode(generation, mode)
     if entry is None:
         return None
     found = entry.get("verdict")
+    if entry.get("blockers"):
+        return RAISED
+    legacy = "blockers" not in entry and "compiles_per_step" in entry and any(b and b[0] != "numerics" for b in blockers)
+    if mode == "compiled" and legacy and "eager" in generation and not _mode(generation, "eager").get("blockers"):
+        return RAISED
     return found if isinstance(found, str) and found else RAISED
 
 
@@ -73,7 +88,7 @@ def describe(generation: dict[str, Any], blockers: Sequence[tuple] = ()) -> str:
 
 def _mode_text(generation: dict[str, Any], mode: str, blockers: Sequence[tuple]) -> str:
     entry = _mode(generation, mode) or {}
-    found = verdict(generation, mode)
+    found = verdict(generation, mode, blockers)
     at = (entry.get("first_divergence") or {}).get("step")
     words = {"equal": "equal", "tie": f"tie at step {at}", "shape": "wrong number of tokens",
              "numerics": f"wrong token at step {at}" if at is not None else "past the tolerance",
@@ -85,7 +100,7 @@ def _mode_text(generation: dict[str, Any], mode: str, blockers: Sequence[tuple])
         extras = ["static cache" if entry["cache_implementation"] == "static" else "its own cache, not static"]
         if isinstance(entry.get("recompiles"), int) and entry["recompiles"] > 0:
             extras.append(f"{entry['recompiles']} recompiles after the first decode step"
-                          + (", every step" if entry.get("recompiles_every_step") else ""))
+                          + (", every step" if _every_step(entry) else ""))
         text += f" ({'; '.join(extras)})"
     return text
 
