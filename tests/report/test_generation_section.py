@@ -175,3 +175,18 @@ def test_a_kind_this_version_does_not_know_keeps_its_name():
     assert columns["generation_kind"] == "video" and columns["generation_text"] == "video"
     assert columns["generation_eager"] is None and columns["generation_static"] is None
     assert generation_columns({}) == (None,) * len(COLUMNS)
+
+
+def test_a_compiled_run_that_went_on_past_the_devices_refusals_is_not_a_pass():
+    refused = ("unsupported_op", "aten::index_copy")
+    # As the stage writes it now: the mode keeps the refusals it ran past (--collect-all).
+    kept = _generation(compiled=_compiled(blockers=["unsupported_op aten::index_copy"]), ties=[])
+    columns = dict(zip(COLUMNS, generation_columns(kept, [refused])))
+    assert (columns["generation_eager"], columns["generation_compiled"]) == ("equal", "raised")
+    assert "compiled ✗ unsupported_op aten::index_copy" in columns["generation_text"]
+    # A record written before modes kept them: the stage's refusals are the compiled mode's.
+    legacy = dict(zip(COLUMNS, generation_columns(_generation(ties=[]), [refused])))
+    assert (legacy["generation_eager"], legacy["generation_compiled"]) == ("equal", "raised")
+    # Decoding that compiled at every step up to the failing last one reads as every step.
+    every = _generation(compiled=_compiled(compiles_per_step=[1, 1, 1, 1, 1, 1, 1, 0], recompiles=5))
+    assert dict(zip(COLUMNS, generation_columns(every)))["generation_every_step"] is True
