@@ -22,7 +22,7 @@ def test_published_sweep_json_reads_and_writes_back_unchanged(path: Path) -> Non
     raw = json.loads(path.read_text(encoding="utf-8"))
     meta = SweepFolder(path.parent).read_meta()
     assert meta.found and meta.device_spec == "trnsim" and meta.profile["name"].startswith("trnsim")
-    assert meta.stages == ["load", "to_device", "forward", "backward", "compile", "shapes"]
+    assert meta.stages == ["load", "to_device", "forward", "backward", "compile", "generate", "shapes"]
     assert meta.source_name == "catalog" and meta.ended and meta.wall_seconds > 0
     assert meta.to_dict() == raw
     assert list(meta.to_dict()) == list(raw)  # the same order of keys on disk
