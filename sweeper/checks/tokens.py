@@ -62,8 +62,9 @@ def judge(got: torch.Tensor, want: torch.Tensor, cpu_logits: list[torch.Tensor] 
     found: dict[str, Any] = {"step": first_step, "row": row, "cpu_token": int(want[row, first_step]),
                              "device_token": int(got[row, first_step])}
     if not cpu_logits or first_step >= len(cpu_logits):
-        found["why"] = "no CPU logits at that step to judge it by"
-        return TokenVerdict(False, "numerics", found, logit_diff)
+        # Nothing proves the device wrong: a numerics verdict needs the CPU's margin.
+        why = "no CPU logits at the first divergent step to judge it by (the model's generate returned none)"
+        return TokenVerdict(False, "not_judged", found, logit_diff, why=why)
     scores = cpu_logits[first_step][row].detach().to("cpu", torch.float32)
     finite = scores[torch.isfinite(scores)]
     best = torch.topk(finite, 2).values if finite.numel() >= 2 else finite

@@ -116,19 +116,16 @@ def section(view: GenerationView, *, link: bool, page: str, lines: int) -> list[
 def render(view: GenerationView, *, link: bool, short: bool, page: str) -> str:
     """The section's Markdown body; ``short`` keeps it to a few lines (the mode table and
     one line each of findings and blockers) when report.md would otherwise grow too long."""
-    parts = [_intro(view), _counts(view)]
-    if not short:
-        parts.append(task_table(view, rows=TASK_ROWS))
-    parts += [mode_table(view), _compiled_line(view, link=link)]
-    if short:
+    every = (f"Every model that generates, with each mode's verdict, cache and compiles per decoding step, and "
+             f"every task and blocker: [{page}]({page}).")
+    if short:  # the counts, the modes, and one paragraph of findings, blockers and the page (how: on the page)
         top = [f"{md(r.kind)}{' ' + code(r.op) if r.op else ''} ({md(r.origin)}, {num(r.models)} models)"
                for r in view.blockers.head(3).itertuples(index=False)]
-        if top:
-            parts.append(f"Blockers of the generate stage ({num(len(view.blockers))}): {', '.join(top)}.")
-    else:
-        parts.append(blocker_table(view, link=link, rows=BLOCKER_ROWS))
-    parts.append(f"Every model that generates, with each mode's verdict, cache and compiles per decoding step, and "
-                 f"every task and blocker: [{page}]({page}).")
+        blockers = f"Blockers of the generate stage ({num(len(view.blockers))}): {', '.join(top)}." if top else ""
+        findings = " ".join(p for p in (_compiled_line(view, link=link), blockers, every) if p)
+        return "\n\n".join([_counts(view), mode_table(view), findings])
+    parts = [_intro(view), _counts(view), task_table(view, rows=TASK_ROWS), mode_table(view),
+             _compiled_line(view, link=link), blocker_table(view, link=link, rows=BLOCKER_ROWS), every]
     return "\n\n".join(p for p in parts if p)
 
 
